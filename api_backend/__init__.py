@@ -1,0 +1,1 @@
+"""sitelens API server: ingestion, analytics queries, accounts, sites and sharing."""

@@ -1,0 +1,242 @@
+"""``create_app(settings)``: builds the FastAPI app, binds the stores, registers routers and the error model."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api_backend.errors import (
+    APIError,
+    FieldError,
+    InvalidRequestError,
+    MethodNotAllowedError,
+    NotFoundError,
+    PayloadTooLargeError,
+    UnsupportedMediaTypeError,
+    error_body,
+)
+from api_backend.routes import ROUTERS
+from api_backend.services import Services, open_services
+from api_backend.settings import Settings
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("sitelens")
+
+KIB = 1024
+BODY_LIMITS = {"/api/track": 64 * KIB, "/api/track/batch": 5 * KIB * KIB}
+DEFAULT_BODY_LIMIT = KIB * KIB
+# Routes the browser tracker calls from other origins (CORS open, text/plain bodies from sendBeacon accepted).
+TRACKER_ROUTES = ("/api/track", "/api/track/batch", "/api/identify", "/api/site/tracking-config/")
+
+
+def _is_tracker_route(path: str) -> bool:
+    return any(path == r or (r.endswith("/") and path.startswith(r)) for r in TRACKER_ROUTES)
+
+
+def _json_error(exc: APIError, request_id: str | None = None) -> JSONResponse:
+    body = exc.body()
+    if request_id:
+        body["requestId"] = request_id
+    return JSONResponse(body, status_code=exc.status, headers=exc.headers())
+
+
+class BodyGuard:
+    """Refuses non-JSON bodies (415) and bodies over the route's limit (413) before any handler runs."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in {"POST", "PUT", "PATCH"}:
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if not path.startswith("/api/"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        limit = BODY_LIMITS.get(path, DEFAULT_BODY_LIMIT)
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await _json_error(PayloadTooLargeError(f"The request body is larger than {limit // KIB} KiB."))(
+                scope, receive, send
+            )
+            return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await _json_error(PayloadTooLargeError(f"The request body is larger than {limit // KIB} KiB."))(
+                    scope, receive, send
+                )
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        is_json = media_type == "application/json" or media_type.endswith("+json")
+        if body.strip() and not is_json and not (_is_tracker_route(path) and media_type in {"text/plain", ""}):
+            await _json_error(UnsupportedMediaTypeError())(scope, receive, send)
+            return
+        if not is_json and body.strip():
+            # sendBeacon posts JSON as text/plain: let the route parse it as JSON.
+            scope = dict(scope)
+            scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-type"] + [
+                (b"content-type", b"application/json")
+            ]
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class TrackerCORS:
+    """Open CORS for the routes the browser tracker calls from the tracked site's origin."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _is_tracker_route(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        origin = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"), "*")
+        cors = [
+            (b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-allow-credentials", b"true"),
+            (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
+            (b"access-control-allow-headers", b"Content-Type, Authorization, X-Requested-With"),
+            (b"access-control-max-age", b"86400"),
+            (b"vary", b"Origin"),
+        ]
+        if scope["method"] == "OPTIONS":
+            await send({"type": "http.response.start", "status": 204, "headers": cors})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def send_with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = dict(message)
+                message["headers"] = list(message.get("headers", [])) + cors
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)
+
+
+def _validation_details(exc: RequestValidationError) -> list[FieldError]:
+    details = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "header")]
+        field = ".".join(loc) or "body"
+        message = err.get("msg", "is not valid")
+        if err.get("type") == "json_invalid":
+            field, message = "body", "is not valid JSON"
+        elif err.get("type") == "extra_forbidden":
+            message = "is not a known field"
+        details.append(FieldError(field, message))
+    return details
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(APIError)
+    async def api_error(request: Request, exc: APIError) -> JSONResponse:
+        return _json_error(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        details = _validation_details(exc)
+        first = details[0]
+        sentence = "The request body is not valid JSON." if first.message == "is not valid JSON" else None
+        return _json_error(InvalidRequestError(sentence or f"{first.field}: {first.message}", details))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            return _json_error(NotFoundError(f"No route {request.url.path}."))
+        if exc.status_code == 405:
+            return _json_error(MethodNotAllowedError(f"{request.method} is not allowed on {request.url.path}."))
+        if exc.status_code == 400:
+            return _json_error(InvalidRequestError(str(exc.detail)))
+        return JSONResponse(error_body(str(exc.detail), "INTERNAL_ERROR"), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        request_id = uuid.uuid4().hex
+        log.exception("request %s failed (%s %s)", request_id, request.method, request.url.path)
+        return _json_error(APIError("Internal server error."), request_id)
+
+
+def _unknown_api_route(app: FastAPI) -> Callable[[Request], Awaitable[Any]]:
+    async def handler(request: Request) -> Any:
+        scope = dict(request.scope)
+        for route in app.router.routes:
+            if getattr(route, "path", "") == "/api/{rest:path}":
+                continue
+            match, _ = route.matches(scope | {"method": "__NONE__"})
+            if match is Match.PARTIAL:
+                raise MethodNotAllowedError(f"{request.method} is not allowed on {request.url.path}.")
+        raise NotFoundError(f"No route {request.method} {request.url.path}.")
+
+    return handler
+
+
+def create_app(settings: Settings, services: Services | None = None, *, dashboard: bool = False) -> FastAPI:
+    """Build the sitelens app on ``settings`` (or on already-open ``services``, which the caller then closes)."""
+    owns_services = services is None
+    services = services or open_services(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        if owns_services:
+            services.close()
+
+    app = FastAPI(
+        title="sitelens API",
+        version="0.1.0",
+        summary="Web analytics: ingestion, goals, sessions, errors, usage, channels, sites and sharing.",
+        openapi_url="/api/openapi.json",
+        docs_url="/api/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.services = services
+    _install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router, prefix="/api")
+    app.add_api_route(
+        "/api/{rest:path}",
+        _unknown_api_route(app),
+        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        include_in_schema=False,
+    )
+    app.add_middleware(BodyGuard)
+    app.add_middleware(TrackerCORS)
+    if dashboard:
+        from api_backend.dashboard_mount import mount_dashboard
+
+        mount_dashboard(app, settings)
+    return app

@@ -1,0 +1,41 @@
+"""The long-lived objects one sitelens process shares: settings, stores and the event writer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from api_backend.settings import Settings
+from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.events import EventStore
+from api_backend.store.metadata import MetadataStore
+from api_backend.store.writer import BatchWriter
+
+__all__ = ["Services", "open_services"]
+
+
+@dataclass
+class Services:
+    """What routes reach through ``request.app.state.services``."""
+
+    settings: Settings
+    metadata: MetadataStore
+    events: EventStore
+    writer: BatchWriter
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        """Commit queued events, then release both stores."""
+        self.writer.close()
+        self.events.close()
+        self.metadata.close()
+
+
+def open_services(settings: Settings) -> Services:
+    """Open the stores named by ``settings`` (applying metadata migrations) and start the writer."""
+    if not settings.events_url.startswith("duckdb://"):
+        raise ValueError(f"unsupported events URL {settings.events_url!r}")
+    metadata = MetadataStore(settings.database_url)
+    events = DuckDBEventStore(settings.events_path)
+    writer = BatchWriter(events, linger=settings.commit_interval_ms / 1000)
+    return Services(settings=settings, metadata=metadata, events=events, writer=writer)

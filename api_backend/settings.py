@@ -1,0 +1,208 @@
+"""Every sitelens setting, declared once.
+
+Each setting has a name, a type, a default and a help line. Values come from ``SITELENS_*``
+environment variables (or explicit overrides, e.g. from command-line flags) and are checked
+when the settings are built: a wrong value stops start-up with a message naming the variable.
+The README's settings table is checked against ``SETTINGS`` by the test suite.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SETTINGS", "Setting", "Settings", "SettingsError", "load_settings"]
+
+ENV_PREFIX = "SITELENS_"
+
+
+class SettingsError(ValueError):
+    """A setting has a value that sitelens cannot use."""
+
+
+def _parse_port(raw: str) -> int:
+    try:
+        port = int(raw)
+    except ValueError:
+        raise SettingsError("must be a whole number") from None
+    if not 1 <= port <= 65535:
+        raise SettingsError("must be between 1 and 65535")
+    return port
+
+
+def _parse_positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError("must be a whole number") from None
+    if value < 1:
+        raise SettingsError("must be at least 1")
+    return value
+
+
+def _parse_url(*schemes: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if not raw:
+            return raw
+        scheme = raw.split(":", 1)[0].split("+", 1)[0]
+        if "://" not in raw or scheme not in schemes:
+            raise SettingsError(f"must be a URL starting with one of: {', '.join(s + '://' for s in schemes)}")
+        return raw
+
+    return parse
+
+
+def _parse_optional_path(raw: str) -> str:
+    if raw and not Path(raw).is_file():
+        raise SettingsError(f"no file at {raw}")
+    return raw
+
+
+def _parse_secret(raw: str) -> str:
+    if raw and len(raw) < 16:
+        raise SettingsError("must be at least 16 characters long")
+    return raw
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off", ""}:
+        return False
+    raise SettingsError("must be true or false")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: the field name on ``Settings``, its parser, its default and a help line."""
+
+    name: str
+    parse: Callable[[str], Any]
+    default: str
+    help: str
+
+    @property
+    def env_var(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("data_dir", str, "./data", "Folder for the metadata database, the event store and the generated secret."),
+    Setting(
+        "database_url",
+        _parse_url("sqlite", "postgresql"),
+        "",
+        "SQLAlchemy URL of the metadata database. Empty: SQLite file `sitelens.sqlite3` in the data dir.",
+    ),
+    Setting(
+        "events_url",
+        _parse_url("duckdb"),
+        "",
+        "Event store URL. Empty: `duckdb:///<data dir>/events.duckdb`.",
+    ),
+    Setting(
+        "secret_key",
+        _parse_secret,
+        "",
+        "Server secret for visitor ids and tokens (16+ chars). Empty: generated once and kept in `<data dir>/secret.key`.",
+    ),
+    Setting("host", str, "127.0.0.1", "Address `sitelens serve` listens on."),
+    Setting("port", _parse_port, "8000", "Port `sitelens serve` listens on."),
+    Setting(
+        "api_url",
+        _parse_url("http", "https"),
+        "",
+        "API root (ending in `/api`) the dashboard talks to. Empty: the API served by the same process.",
+    ),
+    Setting(
+        "geoip_mmdb",
+        _parse_optional_path,
+        "",
+        "Path to a MaxMind `.mmdb` country or city database. Empty: the bundled offline country database.",
+    ),
+    Setting(
+        "commit_interval_ms",
+        _parse_positive_int,
+        "5",
+        "Longest time (ms) an ingested event waits for its group commit; acknowledged events are durable.",
+    ),
+    Setting("login_token_days", _parse_positive_int, "30", "Days a dashboard sign-in token stays valid."),
+    Setting(
+        "trust_proxy",
+        _parse_bool,
+        "false",
+        "Take the visitor IP from `X-Forwarded-For` (only behind a reverse proxy you control).",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings of one sitelens process."""
+
+    data_dir: Path
+    database_url: str
+    events_url: str
+    secret_key: str
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_url: str = ""
+    geoip_mmdb: str = ""
+    commit_interval_ms: int = 5
+    login_token_days: int = 30
+    trust_proxy: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def events_path(self) -> str:
+        """Filesystem path of the DuckDB event file (``:memory:`` allowed)."""
+        return self.events_url.removeprefix("duckdb:///").removeprefix("duckdb://")
+
+
+def _read_or_create_secret(data_dir: Path) -> str:
+    path = data_dir / "secret.key"
+    if path.exists():
+        return path.read_text().strip()
+    secret = secrets.token_urlsafe(48)
+    path.write_text(secret + "\n")
+    path.chmod(0o600)
+    return secret
+
+
+def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Build ``Settings`` from the environment plus explicit overrides; raise ``SettingsError`` when wrong.
+
+    Overrides (from command-line flags or tests) win over environment variables; ``None`` overrides are ignored.
+    """
+    env = os.environ if env is None else env
+    known = {s.env_var for s in SETTINGS}
+    unknown = sorted(k for k in env if k.startswith(ENV_PREFIX) and k not in known)
+    if unknown:
+        raise SettingsError(f"unknown setting {unknown[0]}; known settings: {', '.join(sorted(known))}")
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        raw = overrides.get(setting.name)
+        if raw is None:
+            raw = env.get(setting.env_var, setting.default)
+        if not isinstance(raw, str):
+            values[setting.name] = raw
+            continue
+        try:
+            values[setting.name] = setting.parse(raw)
+        except SettingsError as exc:
+            raise SettingsError(f"{setting.env_var}={raw!r} {exc}") from None
+    data_dir = Path(values["data_dir"]).expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    values["data_dir"] = data_dir
+    if not values["database_url"]:
+        values["database_url"] = f"sqlite:///{data_dir / 'sitelens.sqlite3'}"
+    if not values["events_url"]:
+        values["events_url"] = f"duckdb:///{data_dir / 'events.duckdb'}"
+    if not values["secret_key"]:
+        values["secret_key"] = _read_or_create_secret(data_dir)
+    return Settings(**values)

@@ -1,0 +1,121 @@
+"""The default event store: one DuckDB file owned by this process.
+
+Writes arrive only through ``append`` (called by the batch writer's thread or by seeding); each read
+takes its own cursor and reads its whole result, as DuckDB 2.x requires when threads share a connection.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA
+
+__all__ = ["DuckDBEventStore"]
+
+_SQL_TYPES = {
+    pa.string(): "VARCHAR NOT NULL DEFAULT ''",
+    pa.int32(): "INTEGER NOT NULL DEFAULT 0",
+    pa.float64(): "DOUBLE",
+}
+
+
+def _column_sql(name: str, typ: pa.DataType) -> str:
+    if name == "timestamp":
+        return '"timestamp" TIMESTAMP NOT NULL'
+    return f'"{name}" {_SQL_TYPES[typ]}'
+
+
+class DuckDBEventStore:
+    """``EventStore`` on an embedded DuckDB database file (or ``:memory:``)."""
+
+    dialect = "duckdb"
+
+    def __init__(self, path: str | Path, *, threads: int | None = None, memory_limit: str | None = None) -> None:
+        path = str(path)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        config: dict[str, Any] = {}
+        if threads:
+            config["threads"] = threads
+        if memory_limit:
+            config["memory_limit"] = memory_limit
+        self.path = path
+        self._con = duckdb.connect(path, config=config)
+        self._write_lock = threading.Lock()
+        columns = ",\n  ".join(_column_sql(name, typ) for name, typ in EVENT_COLUMNS)
+        self._con.execute(f"CREATE TABLE IF NOT EXISTS events (\n  {columns}\n)")
+
+    def append(self, table: pa.Table) -> int:
+        """Insert ``table`` in one transaction; DuckDB syncs its write-ahead log on commit."""
+        if table.num_rows == 0:
+            return 0
+        if table.schema != EVENT_SCHEMA:
+            table = table.select([name for name, _ in EVENT_COLUMNS]).cast(EVENT_SCHEMA)
+        with self._write_lock:
+            cur = self._con.cursor()
+            try:
+                cur.register("incoming_batch", table)
+                cur.execute("INSERT INTO events SELECT * FROM incoming_batch")
+                cur.unregister("incoming_batch")
+            finally:
+                cur.close()
+        return table.num_rows
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Run ``sql`` with bound ``params`` on a fresh cursor and fetch every row."""
+        cur = self._con.cursor()
+        try:
+            return cur.execute(sql, params).fetchall()
+        finally:
+            cur.close()
+
+    def query_dicts(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+        """Run ``sql`` and return rows as dicts keyed by column name."""
+        cur = self._con.cursor()
+        try:
+            cur.execute(sql, params)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        finally:
+            cur.close()
+
+    def delete_site(self, site_id: int) -> int:
+        """Delete every event of ``site_id``."""
+        with self._write_lock:
+            cur = self._con.cursor()
+            try:
+                (count,) = cur.execute("SELECT count(*) FROM events WHERE site_id = ?", [site_id]).fetchone()
+                cur.execute("DELETE FROM events WHERE site_id = ?", [site_id])
+            finally:
+                cur.close()
+        return int(count)
+
+    def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:
+        """The newest session of each visitor seen since ``since`` (recovers live sessions after a restart)."""
+        return self.query(
+            "SELECT site_id, user_id, arg_max(session_id, timestamp), max(timestamp) "
+            "FROM events WHERE timestamp >= ? AND session_id <> '' GROUP BY site_id, user_id",
+            [since],
+        )
+
+    def count(self, site_id: int | None = None) -> int:
+        """Number of stored events (of one site, or all)."""
+        if site_id is None:
+            return int(self.query("SELECT count(*) FROM events")[0][0])
+        return int(self.query("SELECT count(*) FROM events WHERE site_id = ?", [site_id])[0][0])
+
+    def close(self) -> None:
+        """Checkpoint and close the database."""
+        with self._write_lock:
+            try:
+                self._con.execute("CHECKPOINT")
+            except duckdb.Error:
+                pass
+            self._con.close()

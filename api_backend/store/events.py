@@ -1,0 +1,123 @@
+"""The event table and the ``EventStore`` interface every event engine implements.
+
+One wide table holds every tracked event. Strings are never NULL (empty string means "unknown"),
+so filters and group-bys behave the same on every engine. ``props`` and ``url_parameters`` hold
+JSON text; the five UTM keys also get their own columns because filters and channel queries use
+them constantly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+__all__ = ["EVENT_COLUMNS", "EVENT_SCHEMA", "EVENT_TYPES", "EventStore", "rows_to_table"]
+
+EVENT_TYPES: tuple[str, ...] = (
+    "pageview",
+    "custom_event",
+    "performance",
+    "outbound",
+    "error",
+    "button_click",
+    "copy",
+    "form_submit",
+    "input_change",
+)
+
+_STRING = pa.string()
+_INT = pa.int32()
+_FLOAT = pa.float64()
+
+# (column, arrow type). Order is the table's column order.
+EVENT_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("site_id", _INT),
+    ("timestamp", pa.timestamp("ms")),
+    ("session_id", _STRING),
+    ("user_id", _STRING),
+    ("identified_user_id", _STRING),
+    ("hostname", _STRING),
+    ("pathname", _STRING),
+    ("querystring", _STRING),
+    ("url_parameters", _STRING),
+    ("utm_source", _STRING),
+    ("utm_medium", _STRING),
+    ("utm_campaign", _STRING),
+    ("utm_term", _STRING),
+    ("utm_content", _STRING),
+    ("page_title", _STRING),
+    ("referrer", _STRING),
+    ("channel", _STRING),
+    ("browser", _STRING),
+    ("browser_version", _STRING),
+    ("operating_system", _STRING),
+    ("operating_system_version", _STRING),
+    ("language", _STRING),
+    ("country", _STRING),
+    ("region", _STRING),
+    ("city", _STRING),
+    ("screen_width", _INT),
+    ("screen_height", _INT),
+    ("device_type", _STRING),
+    ("type", _STRING),
+    ("event_name", _STRING),
+    ("props", _STRING),
+    ("lcp", _FLOAT),
+    ("cls", _FLOAT),
+    ("inp", _FLOAT),
+    ("fcp", _FLOAT),
+    ("ttfb", _FLOAT),
+)
+
+EVENT_SCHEMA = pa.schema([pa.field(name, typ, nullable=typ == _FLOAT) for name, typ in EVENT_COLUMNS])
+
+_DEFAULTS: dict[str, Any] = {
+    name: ("" if typ == _STRING else 0 if typ == _INT else None) for name, typ in EVENT_COLUMNS
+}
+_DEFAULTS["props"] = "{}"
+_DEFAULTS["url_parameters"] = "{}"
+
+
+def rows_to_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Turn event dicts (missing keys take their defaults) into an Arrow table of ``EVENT_SCHEMA``."""
+    columns = []
+    for name, _ in EVENT_COLUMNS:
+        default = _DEFAULTS[name]
+        columns.append([row.get(name, default) if row.get(name) is not None else default for row in rows])
+    return pa.Table.from_arrays(
+        [pa.array(col, type=field.type) for col, field in zip(columns, EVENT_SCHEMA, strict=True)],
+        schema=EVENT_SCHEMA,
+    )
+
+
+class EventStore(Protocol):
+    """What sitelens needs from an event engine (DuckDB now, ClickHouse later)."""
+
+    dialect: str
+
+    def append(self, table: pa.Table) -> int:
+        """Insert the rows of ``table`` (``EVENT_SCHEMA``) in one committed transaction; return the row count."""
+        ...
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a read query with bound parameters on a cursor of its own and return every row."""
+        ...
+
+    def query_dicts(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+        """Like ``query`` but each row is a dict keyed by column name."""
+        ...
+
+    def delete_site(self, site_id: int) -> int:
+        """Remove every event of a site; return how many rows went."""
+        ...
+
+    def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:
+        """``(site_id, user_id, session_id, last_timestamp)`` of each visitor active since ``since``."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the engine."""
+        ...

@@ -1,0 +1,1 @@
+"""sitelens dashboard: a Dash app that reads everything through ``api_client``."""
