@@ -109,7 +109,7 @@ SETTINGS: tuple[Setting, ...] = (
         "secret_key",
         _parse_secret,
         "",
-        "Server secret for visitor ids and tokens (16+ chars). Empty: generated once and kept in `<data dir>/secret.key`.",
+        "Secret for visitor ids (16+ chars). Empty: generated once and kept in `<data dir>/secret.key`.",
     ),
     Setting("host", str, "127.0.0.1", "Address `sitelens serve` listens on."),
     Setting("port", _parse_port, "8000", "Port `sitelens serve` listens on."),
