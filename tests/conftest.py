@@ -1,0 +1,74 @@
+"""Shared fixtures: every test gets a fresh app on a temporary data directory (real SQLite and DuckDB files)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api_backend.app import create_app
+from api_backend.services import Services, open_services
+from api_backend.settings import Settings, load_settings
+from tests.support import Account, make_account, make_site
+
+OUTPUT_DIR = Path(os.environ.get("SITELENS_TEST_OUTPUT", Path(__file__).resolve().parent.parent / "test-output"))
+
+
+def pytest_setup_options():
+    """dash[testing] hook: extra Chrome flags for headless runs on a closed network."""
+    from selenium.webdriver.chrome.options import Options
+
+    options = Options()
+    for arg in (
+        "--window-size=1400,1000",
+        "--disable-background-networking",
+        "--disable-extensions",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+    ):
+        options.add_argument(arg)
+    return options
+
+
+@pytest.fixture
+def output_dir() -> Path:
+    """Where tests save screenshots and other artefacts for people to look at."""
+    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
+    return OUTPUT_DIR
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return load_settings({}, data_dir=str(tmp_path / "data"), secret_key="test-secret-key-0123456789")
+
+
+@pytest.fixture
+def services(settings: Settings) -> Iterator[Services]:
+    services = open_services(settings)
+    yield services
+    services.close()
+
+
+@pytest.fixture
+def app(settings: Settings, services: Services):
+    return create_app(settings, services)
+
+
+@pytest.fixture
+def client(app) -> Iterator[TestClient]:
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def owner(services: Services) -> Account:
+    return make_account(services, "owner@example.com")
+
+
+@pytest.fixture
+def site(services: Services, owner: Account):
+    return make_site(services, owner)
