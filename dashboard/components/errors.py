@@ -1,0 +1,392 @@
+"""Errors page building blocks: error groups with sparklines, the errors-over-time chart, occurrences with stacks.
+
+Pure functions of data (api_client models in, Dash components or pandas frames out, no I/O), so the private-link
+view can reuse them. Messages and stack traces are always passed as plain text children, which Dash renders as
+text: a message containing ``<script>`` shows those characters and never becomes markup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import plotly.graph_objects as go
+from dash import dcc, html
+
+__all__ = [
+    "ERROR_BUCKETS",
+    "MESSAGE_PREVIEW_CHARS",
+    "bucket_options",
+    "bucket_selector",
+    "error_detail_header",
+    "error_events_frame",
+    "error_group_row",
+    "error_groups_frame",
+    "error_groups_list",
+    "errors_time_figure",
+    "file_location",
+    "local_time",
+    "occurrence_card",
+    "occurrences_list",
+    "pager",
+    "sparkline",
+    "total_pages",
+    "trend_bucket",
+]
+
+# (API value, label) of every bucket the time-series route accepts, finest first.
+ERROR_BUCKETS: list[tuple[str, str]] = [
+    ("minute", "Minute"),
+    ("five_minutes", "5 minutes"),
+    ("ten_minutes", "10 minutes"),
+    ("fifteen_minutes", "15 minutes"),
+    ("hour", "Hour"),
+    ("day", "Day"),
+    ("week", "Week"),
+    ("month", "Month"),
+]
+MESSAGE_PREVIEW_CHARS = 150
+ACCENT = "#4f46e5"
+
+
+def _zone(time_zone: str | None) -> ZoneInfo:
+    try:
+        return ZoneInfo(time_zone or "UTC")
+    except (KeyError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def _as_datetime(value: datetime | str) -> datetime:
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value
+
+
+def local_time(value: datetime | str, time_zone: str | None) -> datetime:
+    """An instant from the API (aware datetime or ISO UTC text) as wall-clock time in ``time_zone``."""
+    return _as_datetime(value).astimezone(_zone(time_zone))
+
+
+def _format_stamp(value: datetime | str, time_zone: str | None) -> str:
+    moment = local_time(value, time_zone)
+    return moment.strftime("%Y-%m-%d %H:%M:%S ") + (moment.tzname() or "")
+
+
+def _count(value: int) -> str:
+    return f"{value:,}"
+
+
+def trend_bucket(start: date | None, end: date | None) -> str:
+    """A coarse bucket for the per-group sparklines: about 24 to 90 bars over the range."""
+    if start is None or end is None:
+        return "week"
+    days = (end - start).days + 1
+    if days <= 2:
+        return "hour"
+    if days <= 92:
+        return "day"
+    return "week"
+
+
+def file_location(file_name: str | None, line: int | None, column: int | None) -> str:
+    """``file:line:column`` of an occurrence, leaving out the parts the browser did not report."""
+    parts = [file_name or "unknown file"]
+    if line:
+        parts.append(str(line))
+        if column:
+            parts.append(str(column))
+    return ":".join(parts)
+
+
+def sparkline(buckets: Sequence[Any], time_zone: str | None, *, label: str = "") -> html.Div:
+    """A tiny bar chart of occurrences per bucket, drawn with plain elements (cheap: one per group row).
+
+    Each bar carries a tooltip with its local time and count; the tallest bar fills the height.
+    """
+    counts = [int(bucket.error_count) for bucket in buckets]
+    peak = max(counts, default=0)
+    bars = []
+    for bucket, count in zip(buckets, counts, strict=True):
+        height = 0 if peak == 0 else max(6, round(count * 100 / peak)) if count else 0
+        stamp = local_time(bucket.time, time_zone).strftime("%Y-%m-%d %H:%M")
+        bars.append(
+            html.Span(
+                className="spark-bar" + (" spark-bar-empty" if count == 0 else ""),
+                style={"height": f"{height}%"},
+                title=f"{stamp}: {_count(count)}",
+            )
+        )
+    return html.Div(bars, className="sparkline", role="img", **{"aria-label": label or "trend"})
+
+
+def error_group_row(
+    group: Any, index: int, *, trend: Sequence[Any] | None, time_zone: str | None, selected: bool, row_id: Any
+) -> html.Button:
+    """One error group: class, message (cut to a preview, full text on hover), trend, occurrences, sessions, share."""
+    message = group.value or ""
+    preview = message if len(message) <= MESSAGE_PREVIEW_CHARS else message[: MESSAGE_PREVIEW_CHARS - 1] + "…"
+    share = float(group.percentage or 0)
+    return html.Button(
+        [
+            html.Div(
+                [
+                    html.Span(group.error_name or "Error", className="error-class"),
+                    html.Span(preview, className="error-message", title=message),
+                ],
+                className="error-group-main",
+            ),
+            html.Div(
+                sparkline(trend, time_zone, label=f"occurrences of {group.error_name or 'error'} over time")
+                if trend is not None
+                else None,
+                className="error-group-trend",
+            ),
+            html.Div(_count(int(group.count)), className="num error-group-count", title="occurrences"),
+            html.Div(_count(int(group.session_count)), className="num error-group-sessions", title="sessions affected"),
+            html.Div(
+                [
+                    html.Span(f"{share:.1f}%", className="num"),
+                    html.Div(
+                        html.Div(className="share-fill", style={"width": f"{min(share, 100):.1f}%"}),
+                        className="share-track",
+                    ),
+                ],
+                className="error-group-share",
+            ),
+        ],
+        id=row_id,
+        n_clicks=0,
+        className="error-group" + (" error-group-selected" if selected else ""),
+        **{"data-index": str(index)},
+    )
+
+
+def error_groups_list(
+    groups: Sequence[Any],
+    trends: Sequence[Sequence[Any] | None],
+    *,
+    time_zone: str | None,
+    selected: str | None,
+    row_id: Any,
+) -> html.Div:
+    """The list of error groups with a header line; ``row_id(i)`` gives the id of row ``i``."""
+    header = html.Div(
+        [
+            html.Div("Error", className="error-group-main"),
+            html.Div("Trend", className="error-group-trend"),
+            html.Div("Occurrences", className="num error-group-count"),
+            html.Div("Sessions", className="num error-group-sessions"),
+            html.Div("Share", className="error-group-share"),
+        ],
+        className="error-group error-group-head",
+    )
+    rows = [
+        error_group_row(
+            group, index, trend=trend, time_zone=time_zone, selected=group.value == selected, row_id=row_id(index)
+        )
+        for index, (group, trend) in enumerate(zip(groups, trends, strict=True))
+    ]
+    return html.Div([header, *rows], className="error-groups")
+
+
+def errors_time_figure(buckets: Sequence[Any], time_zone: str | None, bucket: str) -> go.Figure:
+    """Bar chart of occurrences per bucket, on the wall-clock time of ``time_zone``."""
+    zone = _zone(time_zone)
+    times = [local_time(item.time, time_zone).replace(tzinfo=None) for item in buckets]
+    counts = [int(item.error_count) for item in buckets]
+    label = dict(ERROR_BUCKETS).get(bucket, bucket).lower()
+    figure = go.Figure(
+        go.Bar(
+            x=times,
+            y=counts,
+            marker_color=ACCENT,
+            hovertemplate=f"%{{x}} ({zone.key})<br>%{{y:,}} occurrences<extra></extra>",
+            name="occurrences",
+        )
+    )
+    figure.update_layout(
+        margin={"l": 48, "r": 16, "t": 8, "b": 36},
+        height=260,
+        plot_bgcolor="white",
+        paper_bgcolor="white",
+        bargap=0.15,
+        showlegend=False,
+        yaxis={
+            "title": {"text": f"occurrences per {label}"},
+            "gridcolor": "#eef0f3",
+            "rangemode": "tozero",
+            "tickformat": ",d",
+        },
+        xaxis={"gridcolor": "#eef0f3"},
+        font={"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#374151"},
+    )
+    return figure
+
+
+def error_detail_header(group: Any) -> html.Div:
+    """Class and full message of the chosen group, with its totals."""
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Span(group.error_name or "Error", className="error-class"),
+                    html.Span(f"{_count(int(group.count))} occurrences", className="muted"),
+                    html.Span(f"{_count(int(group.session_count))} sessions", className="muted"),
+                ],
+                className="error-detail-meta",
+            ),
+            html.Div(group.value or "", className="error-detail-message"),
+        ],
+        className="error-detail-header",
+    )
+
+
+def occurrence_card(event: Any, time_zone: str | None) -> html.Div:
+    """One occurrence: when (in the chosen zone), where, on what, the source location and the stack as text."""
+    page = (event.hostname or "") + (event.pathname or "")
+    browser = " ".join(part for part in (event.browser, event.browser_version) if part)
+    facts = [
+        ("Page", page or "unknown"),
+        ("Browser", browser or "unknown"),
+        ("OS", event.operating_system or "unknown"),
+        ("Device", event.device_type or "unknown"),
+        ("Country", event.country or "unknown"),
+        ("Session", event.session_id or ""),
+    ]
+    stack = event.stack or ""
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Span(_format_stamp(event.timestamp, time_zone), className="occurrence-time"),
+                    html.Code(
+                        file_location(event.file_name, event.line_number, event.column_number),
+                        className="occurrence-location",
+                    ),
+                ],
+                className="occurrence-head",
+            ),
+            html.Dl(
+                [item for name, value in facts for item in (html.Dt(name), html.Dd(value, title=value))],
+                className="occurrence-facts",
+            ),
+            html.Pre(stack, className="stack")
+            if stack
+            else html.Div("No stack trace was reported.", className="muted stack-missing"),
+        ],
+        className="occurrence",
+    )
+
+
+def occurrences_list(events: Sequence[Any], time_zone: str | None) -> html.Div:
+    """Occurrences newest first, each as a card."""
+    return html.Div([occurrence_card(event, time_zone) for event in events], className="occurrences")
+
+
+def pager(page: int, total_pages: int, *, prev_id: Any, next_id: Any, label_id: Any | None = None) -> html.Div:
+    """Previous / next buttons around "Page x of y" (buttons disabled at the ends)."""
+    total_pages = max(total_pages, 1)
+    text = f"Page {page:,} of {total_pages:,}"
+    return html.Div(
+        [
+            html.Button("‹ Previous", id=prev_id, n_clicks=0, disabled=page <= 1, className="button button-ghost"),
+            html.Span(text, id=label_id, className="pager-label")
+            if label_id
+            else html.Span(text, className="pager-label"),
+            html.Button(
+                "Next ›", id=next_id, n_clicks=0, disabled=page >= total_pages, className="button button-ghost"
+            ),
+        ],
+        className="pager",
+    )
+
+
+def total_pages(total: int, page_size: int) -> int:
+    """Number of pages needed for ``total`` rows (at least one)."""
+    return max(1, math.ceil(total / page_size))
+
+
+def error_groups_frame(groups: Sequence[Any]) -> pd.DataFrame:
+    """The groups as a table for CSV download."""
+    return pd.DataFrame(
+        [
+            {
+                "error_name": group.error_name,
+                "message": group.value,
+                "occurrences": int(group.count),
+                "sessions": int(group.session_count),
+                "percentage": float(group.percentage),
+            }
+            for group in groups
+        ],
+        columns=["error_name", "message", "occurrences", "sessions", "percentage"],
+    )
+
+
+def error_events_frame(events: Sequence[Any], time_zone: str | None) -> pd.DataFrame:
+    """The occurrences as a table for CSV download, with times in the chosen zone and in UTC."""
+    columns = [
+        "time",
+        "time_utc",
+        "session_id",
+        "user_id",
+        "hostname",
+        "pathname",
+        "browser",
+        "browser_version",
+        "operating_system",
+        "device_type",
+        "country",
+        "message",
+        "file_name",
+        "line_number",
+        "column_number",
+        "stack",
+    ]
+    return pd.DataFrame(
+        [
+            {
+                "time": local_time(event.timestamp, time_zone).isoformat(timespec="milliseconds"),
+                "time_utc": _as_datetime(event.timestamp).astimezone(UTC).isoformat(timespec="milliseconds"),
+                "session_id": event.session_id,
+                "user_id": event.user_id,
+                "hostname": event.hostname,
+                "pathname": event.pathname,
+                "browser": event.browser,
+                "browser_version": event.browser_version,
+                "operating_system": event.operating_system,
+                "device_type": event.device_type,
+                "country": event.country,
+                "message": event.message,
+                "file_name": event.file_name,
+                "line_number": event.line_number,
+                "column_number": event.column_number,
+                "stack": event.stack,
+            }
+            for event in events
+        ],
+        columns=columns,
+    )
+
+
+def bucket_options() -> list[dict[str, str]]:
+    """Options for the bucket selector."""
+    return [{"label": label, "value": value} for value, label in ERROR_BUCKETS]
+
+
+def bucket_selector(component_id: Any, value: str) -> dcc.Dropdown:
+    """The bucket selector of the errors-over-time chart."""
+    return dcc.Dropdown(
+        id=component_id,
+        options=bucket_options(),
+        value=value,
+        clearable=False,
+        searchable=False,
+        className="bucket-select",
+    )

@@ -1,0 +1,211 @@
+"""Errors page builders, checked as component trees without a browser."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from types import SimpleNamespace
+
+import pytest
+
+from dashboard.components import errors as comp
+
+
+def group(value="TypeError: x is undefined", name="TypeError", count=12, sessions=5, percentage=60.0):
+    return SimpleNamespace(value=value, error_name=name, count=count, session_count=sessions, percentage=percentage)
+
+
+def event(**overrides):
+    base = dict(
+        timestamp=datetime(2026, 1, 15, 23, 30, 5, tzinfo=UTC),
+        session_id="s-1",
+        user_id="u-1",
+        pathname="/checkout",
+        hostname="shop.example.com",
+        browser="Chrome",
+        browser_version="140",
+        operating_system="Windows",
+        device_type="Desktop",
+        country="DE",
+        message="TypeError: x is undefined",
+        stack="TypeError: x is undefined\n    at pay (app.js:10:5)",
+        file_name="https://shop.example.com/app.js",
+        line_number=10,
+        column_number=5,
+    )
+    base.update(overrides)
+    return SimpleNamespace(**base)
+
+
+def bucket(hour, count):
+    return SimpleNamespace(time=datetime(2026, 1, 15, hour, tzinfo=UTC), error_count=count)
+
+
+def texts(component) -> list[str]:
+    """Every string child in a component tree, in document order."""
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, str):
+            found.append(node)
+        elif isinstance(node, (list, tuple)):
+            for item in node:
+                walk(item)
+        elif hasattr(node, "children"):
+            walk(node.children)
+
+    walk(component)
+    return found
+
+
+def find(component, predicate):
+    """All nodes of a tree for which ``predicate(node)`` holds."""
+    out = []
+
+    def walk(node):
+        if isinstance(node, (list, tuple)):
+            for item in node:
+                walk(item)
+        elif hasattr(node, "to_plotly_json"):
+            if predicate(node):
+                out.append(node)
+            walk(getattr(node, "children", None))
+
+    walk(component)
+    return out
+
+
+def test_group_row_shows_message_as_text_even_with_markup():
+    hostile = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    row = comp.error_group_row(group(value=hostile), 0, trend=None, time_zone="UTC", selected=False, row_id="r0")
+    assert hostile in texts(row)
+    # No node of the tree is a raw-HTML or Markdown renderer.
+    serialised = json.dumps(row.to_plotly_json(), default=str)
+    assert "dangerously_allow_html" not in serialised
+    assert not find(row, lambda node: type(node).__name__ == "Markdown")
+
+
+def test_group_row_numbers_share_bar_and_preview():
+    long_message = "E" * 400
+    row = comp.error_group_row(
+        group(value=long_message, count=12345, sessions=678, percentage=42.25),
+        3,
+        trend=None,
+        time_zone="UTC",
+        selected=True,
+        row_id={"type": "errors-group", "index": 3},
+    )
+    strings = texts(row)
+    assert {"12,345", "678", "42.2%"} <= set(strings)
+    preview = [s for s in strings if s.startswith("E")][0]
+    assert len(preview) == comp.MESSAGE_PREVIEW_CHARS and preview.endswith("…")
+    message_span = find(row, lambda n: getattr(n, "className", "") == "error-message")[0]
+    assert message_span.title == long_message  # full text on hover
+    fill = find(row, lambda n: getattr(n, "className", "") == "share-fill")[0]
+    assert fill.style["width"] == "42.2%"
+    assert "error-group-selected" in row.className
+    assert row.id == {"type": "errors-group", "index": 3}
+
+
+def test_sparkline_heights_are_proportional_and_tooltips_local():
+    spark = comp.sparkline([bucket(0, 0), bucket(1, 5), bucket(2, 10)], "Europe/Paris")
+    bars = spark.children
+    assert [bar.style["height"] for bar in bars] == ["0%", "50%", "100%"]
+    # 01:00 UTC is 02:00 in Paris in winter.
+    assert bars[1].title == "2026-01-15 02:00: 5"
+    assert "spark-bar-empty" in bars[0].className
+
+
+def test_sparkline_all_zero_draws_empty_bars():
+    spark = comp.sparkline([bucket(0, 0), bucket(1, 0)], "UTC")
+    assert all(bar.style["height"] == "0%" for bar in spark.children)
+
+
+def test_occurrence_card_time_in_zone_location_and_stack_as_pre():
+    hostile_stack = "Error: <b>bold</b>\n    at <anonymous>:1:1"
+    card = comp.occurrence_card(event(stack=hostile_stack), "Europe/Berlin")
+    strings = texts(card)
+    # 23:30:05 UTC on 15 Jan is 00:30:05 on 16 Jan in Berlin (CET).
+    assert "2026-01-16 00:30:05 CET" in strings
+    assert "https://shop.example.com/app.js:10:5" in strings
+    assert "shop.example.com/checkout" in strings
+    assert "Chrome 140" in strings and "Windows" in strings and "DE" in strings
+    pres = find(card, lambda n: type(n).__name__ == "Pre")
+    assert len(pres) == 1 and pres[0].children == hostile_stack
+
+
+def test_occurrence_card_without_stack_or_position():
+    card = comp.occurrence_card(event(stack="", line_number=0, column_number=0, file_name=""), "UTC")
+    strings = texts(card)
+    assert "unknown file" in strings
+    assert "No stack trace was reported." in strings
+    assert not find(card, lambda n: type(n).__name__ == "Pre")
+
+
+@pytest.mark.parametrize(
+    ("file_name", "line", "column", "expected"),
+    [
+        ("a.js", 1, 2, "a.js:1:2"),
+        ("a.js", 7, 0, "a.js:7"),
+        ("a.js", None, None, "a.js"),
+        ("", 3, 4, "unknown file:3:4"),
+    ],
+)
+def test_file_location(file_name, line, column, expected):
+    assert comp.file_location(file_name, line, column) == expected
+
+
+def test_time_figure_uses_local_wall_clock():
+    figure = comp.errors_time_figure([bucket(22, 3), bucket(23, 4)], "Asia/Tokyo", "hour")
+    trace = figure.data[0]
+    assert [str(x) for x in trace.x] == ["2026-01-16 07:00:00", "2026-01-16 08:00:00"]
+    assert list(trace.y) == [3, 4]
+    assert figure.layout.yaxis.title.text == "occurrences per hour"
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        (date(2026, 1, 1), date(2026, 1, 1), "hour"),
+        (date(2026, 1, 1), date(2026, 1, 30), "day"),
+        (date(2026, 1, 1), date(2026, 6, 30), "week"),
+        (None, None, "week"),
+    ],
+)
+def test_trend_bucket(start, end, expected):
+    assert comp.trend_bucket(start, end) == expected
+
+
+def test_groups_frame_and_events_frame_for_csv():
+    frame = comp.error_groups_frame([group(), group(value="RangeError: bad", name="RangeError", count=8)])
+    assert list(frame.columns) == ["error_name", "message", "occurrences", "sessions", "percentage"]
+    assert frame["occurrences"].tolist() == [12, 8]
+    events = comp.error_events_frame([event()], "America/New_York")
+    assert events.loc[0, "time"] == "2026-01-15T18:30:05.000-05:00"
+    assert events.loc[0, "time_utc"] == "2026-01-15T23:30:05.000+00:00"
+    assert events.loc[0, "stack"].startswith("TypeError")
+
+
+def test_groups_list_header_and_rows():
+    listing = comp.error_groups_list(
+        [group(), group(value="other")],
+        [None, [bucket(0, 1)]],
+        time_zone="UTC",
+        selected="other",
+        row_id=lambda i: {"type": "g", "index": i},
+    )
+    rows = find(listing, lambda n: type(n).__name__ == "Button")
+    assert [row.id["index"] for row in rows] == [0, 1]
+    assert "error-group-selected" in rows[1].className and "error-group-selected" not in rows[0].className
+    assert "Occurrences" in texts(listing)
+
+
+def test_pager_disables_ends():
+    first = comp.pager(1, 3, prev_id="p", next_id="n")
+    buttons = find(first, lambda n: type(n).__name__ == "Button")
+    assert buttons[0].disabled is True and buttons[1].disabled is False
+    assert "Page 1 of 3" in texts(first)
+    last = comp.pager(3, 3, prev_id="p", next_id="n")
+    buttons = find(last, lambda n: type(n).__name__ == "Button")
+    assert buttons[0].disabled is False and buttons[1].disabled is True
+    assert comp.total_pages(0, 10) == 1 and comp.total_pages(21, 10) == 3
