@@ -1,0 +1,480 @@
+"""The ``sitelens`` command: serve the API and dashboard, run the demo, administer accounts, seed traffic.
+
+    sitelens serve [--host H] [--port P] [--data-dir DIR]
+    sitelens demo [--host H] [--port P] [--data-dir DIR]
+    sitelens dashboard [--host H] [--port P]                    (needs SITELENS_API_URL)
+    sitelens admin create-user --email E --password P
+    sitelens admin create-org --name N --owner-email E
+    sitelens admin add-member --org ORG_ID --email E --role owner|admin|member
+    sitelens admin create-site --org ORG_ID --domain D [--name N] [--public]
+    sitelens admin create-api-key --email E [--name N]
+    sitelens seed --site SITE_ID --events N [--days D] [--seed S] [--now ISO]
+
+``admin`` and ``seed`` print exactly one JSON object on stdout and exit 0, or print a one-line error on
+stderr and exit non-zero. Admin commands open only the metadata database, never the DuckDB event file,
+so they work while a server holds the event store's lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from datetime import UTC, datetime
+from typing import Any, NoReturn, TextIO
+
+from api_backend.errors import APIError
+from api_backend.settings import Settings, SettingsError, load_settings
+
+__all__ = ["CommandError", "build_parser", "main"]
+
+PROG = "sitelens"
+# Rows per Arrow table handed to the writer while seeding, and how many tables may wait in its queue:
+# enough to keep the writer thread busy while the next chunk is generated, small enough to bound memory.
+SEED_CHUNK_ROWS = 100_000
+SEED_IN_FLIGHT = 3
+
+
+class CommandError(Exception):
+    """A command failed in a way the user can fix; the message is printed as one line on stderr."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{raw!r} must be at least 1")
+    return value
+
+
+def _non_negative_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{raw!r} must not be negative")
+    return value
+
+
+def _iso_instant(raw: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not an ISO 8601 date-time such as 2026-03-01T09:30:00Z") from None
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+# Settings ----------------------------------------------------------------------------------------
+
+
+def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
+    """Settings from the environment; ``--data-dir`` and other flags override only when given."""
+    data_dir = getattr(args, "data_dir", None)
+    try:
+        return load_settings(data_dir=data_dir, **overrides)
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _metadata(args: argparse.Namespace):
+    """The metadata store alone (applies migrations); the event store stays closed."""
+    from api_backend.store.metadata import MetadataStore
+
+    return MetadataStore(_settings(args).database_url)
+
+
+# Admin commands ----------------------------------------------------------------------------------
+
+
+def _user_id(metadata: Any, email: str) -> str:
+    user = metadata.user_by_email(email)
+    if user is None:
+        raise CommandError(f"no user with email {email.strip().lower()}")
+    return user.id
+
+
+def _require_org(metadata: Any, org_id: str) -> Any:
+    org = metadata.organization(org_id)
+    if org is None:
+        raise CommandError(f"no organization with id {org_id}")
+    return org
+
+
+def _org_owner_id(metadata: Any, org_id: str) -> str:
+    """The user recorded as creator of sites made from the command line: the organization's first owner."""
+    from sqlalchemy import select
+
+    from api_backend.store.models import Membership
+
+    with metadata.session() as s:
+        owner = s.scalar(
+            select(Membership.user_id)
+            .where(Membership.organization_id == org_id, Membership.role == "owner")
+            .order_by(Membership.created_at, Membership.id)
+            .limit(1)
+        )
+    if owner is None:
+        raise CommandError(f"organization {org_id} has no owner; add one with `sitelens admin add-member`")
+    return owner
+
+
+def admin_create_user(args: argparse.Namespace) -> dict[str, Any]:
+    """Create a user: ``{"userId"}``."""
+    metadata = _metadata(args)
+    try:
+        user = metadata.create_user(args.email, args.password)
+    finally:
+        metadata.close()
+    return {"userId": user.id}
+
+
+def admin_create_org(args: argparse.Namespace) -> dict[str, Any]:
+    """Create an organization owned by an existing user: ``{"organizationId"}``."""
+    metadata = _metadata(args)
+    try:
+        org = metadata.create_organization(args.name, _user_id(metadata, args.owner_email))
+    finally:
+        metadata.close()
+    return {"organizationId": org.id}
+
+
+def admin_add_member(args: argparse.Namespace) -> dict[str, Any]:
+    """Give a user a role in an organization (replacing any role it had): ``{"success": true}``."""
+    metadata = _metadata(args)
+    try:
+        _require_org(metadata, args.org)
+        metadata.add_member(args.org, _user_id(metadata, args.email), args.role)
+    finally:
+        metadata.close()
+    return {"success": True}
+
+
+def admin_create_site(args: argparse.Namespace) -> dict[str, Any]:
+    """Create a site in an organization: the contract's Site object."""
+    from api_backend.sites import site_json, validate_site_create
+
+    body: dict[str, Any] = {"domain": args.domain}
+    if args.name is not None:
+        body["name"] = args.name
+    if args.public:
+        body["public"] = True
+    values = validate_site_create(body)
+    metadata = _metadata(args)
+    try:
+        _require_org(metadata, args.org)
+        site = metadata.create_site(args.org, _org_owner_id(metadata, args.org), **values)
+    finally:
+        metadata.close()
+    return site_json(site, is_owner=True)
+
+
+def admin_create_api_key(args: argparse.Namespace) -> dict[str, Any]:
+    """Create an API key for a user: ``{"id", "apiKey"}`` (the raw key is shown only here)."""
+    name = args.name.strip()
+    if not name or len(name) > 255:
+        raise CommandError("--name must be 1 to 255 characters")
+    metadata = _metadata(args)
+    try:
+        key, raw = metadata.create_api_key(_user_id(metadata, args.email), name)
+    finally:
+        metadata.close()
+    return {"id": key.id, "apiKey": raw}
+
+
+# Seeding -----------------------------------------------------------------------------------------
+
+
+class ProgressBar:
+    """A one-line progress bar redrawn in place on a terminal (or printed every 10% to a file)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, label: str = "seeding") -> None:
+        self.total = max(total, 1)
+        self.stream = stream or sys.stderr
+        self.label = label
+        self.done = 0
+        self.started = time.monotonic()
+        self._tty = self.stream.isatty()
+        self._last_tenth = -1
+
+    def update(self, count: int) -> None:
+        """Record ``count`` more finished rows and redraw."""
+        self.done += count
+        fraction = min(self.done / self.total, 1.0)
+        if not self._tty:
+            tenth = int(fraction * 10)
+            if tenth == self._last_tenth:
+                return
+            self._last_tenth = tenth
+        elapsed = time.monotonic() - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        filled = int(fraction * 30)
+        line = (
+            f"{self.label} [{'#' * filled}{'.' * (30 - filled)}] {fraction * 100:5.1f}% "
+            f"{self.done:,}/{self.total:,} rows, {rate:,.0f} rows/s"
+        )
+        self.stream.write(("\r" + line) if self._tty else line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the line."""
+        if self._tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _open_event_services(settings: Settings):
+    """Open the stores for writing events, turning DuckDB's file-lock refusal into a clear message."""
+    import duckdb
+
+    from api_backend.services import open_services
+
+    try:
+        return open_services(settings)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise CommandError(
+                f"the event store {settings.events_path} is locked by another process; "
+                "stop the running sitelens server before seeding"
+            ) from None
+        raise CommandError(f"cannot open the event store {settings.events_path}: {str(exc).splitlines()[0]}") from None
+
+
+def write_events(
+    services: Any,
+    site_id: int,
+    events: int,
+    *,
+    days: int,
+    seed: int | None,
+    now: datetime | None = None,
+    domain: str = "example.com",
+    error_messages: int = 8,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Generate ``events`` synthetic events for a site and commit them through the batch writer; return the count."""
+    from api_backend.seed import generate_events
+
+    pending: list[Future[int]] = []
+    inserted = 0
+    for table in generate_events(
+        site_id,
+        events,
+        days,
+        seed,
+        now=now,
+        error_messages=error_messages,
+        domain=domain,
+        chunk_rows=SEED_CHUNK_ROWS,
+    ):
+        pending.append(services.writer.submit(table))
+        # Wait for the oldest table once a few are queued, so generation overlaps with the DuckDB insert.
+        while len(pending) >= SEED_IN_FLIGHT:
+            done = pending.pop(0).result()
+            inserted += done
+            if progress:
+                progress(done)
+    for future in pending:
+        done = future.result()
+        inserted += done
+        if progress:
+            progress(done)
+    return inserted
+
+
+def seed_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Insert synthetic traffic for a site: ``{"inserted": N}``."""
+    settings = _settings(args)
+    # Check the site in the metadata database before taking the event store's lock.
+    metadata = _metadata(args)
+    try:
+        site = metadata.site(args.site)
+    finally:
+        metadata.close()
+    if site is None:
+        raise CommandError(f"no site with id {args.site}")
+    services = _open_event_services(settings)
+    bar = ProgressBar(args.events)
+    try:
+        inserted = write_events(
+            services,
+            site.site_id,
+            args.events,
+            days=args.days,
+            seed=args.seed,
+            now=args.now,
+            domain=site.domain,
+            error_messages=args.error_messages,
+            progress=bar.update,
+        )
+    finally:
+        bar.close()
+        services.close()
+    return {"inserted": inserted}
+
+
+# Servers -----------------------------------------------------------------------------------------
+
+
+def _run_server(settings: Settings, host: str, port: int) -> None:
+    import uvicorn
+
+    from api_backend.app import create_app
+
+    app = create_app(settings, dashboard=True)
+    print(f"sitelens is serving on http://{host}:{port}/ (API under http://{host}:{port}/api)", flush=True)
+    uvicorn.run(app, host=host, port=port, workers=1)
+
+
+def serve_command(args: argparse.Namespace) -> None:
+    """Serve the API under /api and the dashboard at / in one process."""
+    settings = _settings(args, host=args.host, port=args.port)
+    _run_server(settings, settings.host, settings.port)
+
+
+def demo_command(args: argparse.Namespace) -> None:
+    """Create (first run) or reuse the demo account and traffic, print how to sign in, then serve."""
+    from api_backend.demo import format_summary, setup_demo
+
+    settings = _settings(args, host=args.host, port=args.port)
+    services = _open_event_services(settings)
+    try:
+        summary = setup_demo(services, base_url=f"http://{settings.host}:{settings.port}", progress=sys.stderr)
+    finally:
+        services.close()
+    print(format_summary(summary), flush=True)
+    _run_server(settings, settings.host, settings.port)
+
+
+def dashboard_command(args: argparse.Namespace) -> None:
+    """Serve only the dashboard, talking to the API at ``SITELENS_API_URL``."""
+    settings = _settings(args, host=args.host, port=args.port)
+    if not settings.api_url:
+        raise CommandError("SITELENS_API_URL must be set to the API root, e.g. http://127.0.0.1:8000/api")
+    from dashboard.app import serve_dashboard
+
+    print(f"sitelens dashboard on http://{settings.host}:{settings.port}/ using {settings.api_url}", flush=True)
+    serve_dashboard(api_url=settings.api_url, host=settings.host, port=settings.port)
+
+
+# Parser ------------------------------------------------------------------------------------------
+
+
+def _add_server_flags(parser: argparse.ArgumentParser, *, data_dir: bool = True) -> None:
+    parser.add_argument("--host", help="address to listen on (default: $SITELENS_HOST or 127.0.0.1)")
+    parser.add_argument("--port", help="port to listen on (default: $SITELENS_PORT or 8000)")
+    if data_dir:
+        _add_data_dir(parser)
+
+
+def _add_data_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", help="data folder (default: $SITELENS_DATA_DIR, then ./data)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``sitelens`` command."""
+    parser = _Parser(prog=PROG, description="sitelens: web analytics you can trust, on one machine.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, required=True)
+
+    serve = commands.add_parser("serve", help="serve the API under /api and the dashboard at /")
+    _add_server_flags(serve)
+    serve.set_defaults(handler=serve_command)
+
+    demo = commands.add_parser("demo", help="create a demo account with 30 days of traffic (first run), then serve")
+    _add_server_flags(demo)
+    demo.set_defaults(handler=demo_command)
+
+    dashboard = commands.add_parser("dashboard", help="serve only the dashboard against $SITELENS_API_URL")
+    _add_server_flags(dashboard, data_dir=False)
+    dashboard.set_defaults(handler=dashboard_command)
+
+    admin = commands.add_parser("admin", help="manage users, organizations, sites and API keys")
+    admin_commands = admin.add_subparsers(dest="admin_command", metavar="ACTION", parser_class=_Parser, required=True)
+
+    p = admin_commands.add_parser("create-user", help="create a user")
+    p.add_argument("--email", required=True)
+    p.add_argument("--password", required=True, help="at least 8 characters")
+    _add_data_dir(p)
+    p.set_defaults(handler=admin_create_user, prints_json=True)
+
+    p = admin_commands.add_parser("create-org", help="create an organization owned by a user")
+    p.add_argument("--name", required=True)
+    p.add_argument("--owner-email", required=True)
+    _add_data_dir(p)
+    p.set_defaults(handler=admin_create_org, prints_json=True)
+
+    p = admin_commands.add_parser("add-member", help="give a user a role in an organization")
+    p.add_argument("--org", required=True, help="organization id")
+    p.add_argument("--email", required=True)
+    p.add_argument("--role", required=True, choices=("owner", "admin", "member"))
+    _add_data_dir(p)
+    p.set_defaults(handler=admin_add_member, prints_json=True)
+
+    p = admin_commands.add_parser("create-site", help="create a site in an organization")
+    p.add_argument("--org", required=True, help="organization id")
+    p.add_argument("--domain", required=True, help="bare hostname such as example.com")
+    p.add_argument("--name", help="display name (default: the domain)")
+    p.add_argument("--public", action="store_true", help="anyone may read the site's analytics")
+    _add_data_dir(p)
+    p.set_defaults(handler=admin_create_site, prints_json=True)
+
+    p = admin_commands.add_parser("create-api-key", help="create an API key for a user")
+    p.add_argument("--email", required=True)
+    p.add_argument("--name", default="cli", help="label of the key (default: cli)")
+    _add_data_dir(p)
+    p.set_defaults(handler=admin_create_api_key, prints_json=True)
+
+    seed = commands.add_parser("seed", help="insert synthetic traffic for a site (stop the server first)")
+    seed.add_argument("--site", required=True, help="siteId (integer) or the site's string id")
+    seed.add_argument("--events", required=True, type=_positive_int, help="number of events to insert")
+    seed.add_argument("--days", type=_positive_int, default=30, help="days of traffic ending now (default: 30)")
+    seed.add_argument("--seed", type=_non_negative_int, default=None, help="random seed for reproducible traffic")
+    seed.add_argument("--now", type=_iso_instant, default=None, help="UTC instant the traffic ends at (default: now)")
+    seed.add_argument(
+        "--error-messages", type=_positive_int, default=8, help="distinct recurring error messages (default: 8)"
+    )
+    _add_data_dir(seed)
+    seed.set_defaults(handler=seed_command, prints_json=True)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sitelens`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        result = args.handler(args)
+    except CommandError as exc:
+        return _fail(str(exc))
+    except APIError as exc:
+        return _fail(exc.message)
+    except KeyboardInterrupt:
+        return _fail("interrupted", status=130)
+    if getattr(args, "prints_json", False):
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def _fail(message: str, status: int = 1) -> int:
+    # One line, whatever the message holds, so scripts can show or log it as is.
+    sys.stderr.write(f"{PROG}: error: {' '.join(message.split())}\n")
+    sys.stderr.flush()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
