@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, date, datetime
-from types import SimpleNamespace
 
 import pytest
 
+from api_client.models import ErrorBucket, ErrorEvent, ErrorName
 from dashboard.components import errors as comp
 
 
 def group(value="TypeError: x is undefined", name="TypeError", count=12, sessions=5, percentage=60.0):
-    return SimpleNamespace(value=value, error_name=name, count=count, session_count=sessions, percentage=percentage)
+    return ErrorName(value=value, error_name=name, count=count, session_count=sessions, percentage=percentage)
 
 
 def event(**overrides):
@@ -34,11 +34,11 @@ def event(**overrides):
         column_number=5,
     )
     base.update(overrides)
-    return SimpleNamespace(**base)
+    return ErrorEvent(**base)
 
 
 def bucket(hour, count):
-    return SimpleNamespace(time=datetime(2026, 1, 15, hour, tzinfo=UTC), error_count=count)
+    return ErrorBucket(time=datetime(2026, 1, 15, hour, tzinfo=UTC), error_count=count)
 
 
 def texts(component) -> list[str]:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
+from api_client.models import Site
 from dashboard.components import settings as comp
 
 
@@ -89,7 +88,11 @@ def test_switches_cover_every_boolean_and_detect_changes():
         "trackUrlParams",
     ]
     assert all(s.help and s.label for s in comp.SITE_SWITCHES)
-    site = SimpleNamespace(
+    site = Site(
+        id="abc",
+        site_id=1,
+        name="x",
+        domain="x.example",
         public=False,
         salt_user_ids=False,
         block_bots=True,

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import random
 from datetime import date, timedelta
-from types import SimpleNamespace
 
 import pandas as pd
 
+from api_client.models import UsageRow
 from dashboard.components import usage as comp
 
 FIELDS = [field for field, _, _ in comp.USAGE_CATEGORIES]
 
 
-def rows(days: int = 7, seed: int = 3) -> list[SimpleNamespace]:
+def rows(days: int = 7, seed: int = 3) -> list[UsageRow]:
     rng = random.Random(seed)
     out = []
     for offset in range(days):
         counts = {field: rng.randint(0, 500) for field in FIELDS}
         out.append(
-            SimpleNamespace(
+            UsageRow(
                 event_date=(date(2026, 2, 1) + timedelta(days=offset)).isoformat(),
                 event_count=sum(counts.values()),
                 **counts,
@@ -49,7 +49,7 @@ def test_frame_sorted_by_day_and_totals_equal_sum_of_rows():
     frame = comp.usage_frame(data)
     assert frame["event_date"].tolist() == [date(2026, 2, 1) + timedelta(days=i) for i in range(7)]
     totals = comp.usage_totals(frame)
-    truth = pd.DataFrame([vars(row) for row in data])
+    truth = pd.DataFrame([row.model_dump() for row in data])
     for field in [*FIELDS, "event_count"]:
         assert totals[field] == int(truth[field].sum())
     assert totals["event_count"] == sum(totals[field] for field in FIELDS)

@@ -321,7 +321,7 @@ def error_groups_frame(groups: Sequence[Any]) -> pd.DataFrame:
                 "message": group.value,
                 "occurrences": int(group.count),
                 "sessions": int(group.session_count),
-                "percentage": float(group.percentage),
+                "percentage": float(group.percentage or 0),
             }
             for group in groups
         ],
