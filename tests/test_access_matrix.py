@@ -1,0 +1,162 @@
+"""The role matrix of contract section 2: every route class against every kind of caller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from tests.support import make_account, make_site
+
+
+@dataclass
+class World:
+    site_id: int
+    public_site_id: int
+    org_id: str
+    private_key: str
+    headers: dict[str, dict[str, str]]
+
+
+@pytest.fixture
+def world(services) -> World:
+    owner = make_account(services, "owner@acme.test")
+    admin = make_account(services, "admin@acme.test")
+    member = make_account(services, "member@acme.test")
+    outsider = make_account(services, "outsider@elsewhere.test")
+    site = make_site(services, owner, "acme.test")
+    public_site = services.metadata.create_site(
+        site.organization_id, owner.user.id, "public.acme.test", "P", public=True
+    )
+    services.metadata.add_member(site.organization_id, admin.user.id, "admin")
+    services.metadata.add_member(site.organization_id, member.user.id, "member")
+    make_site(services, outsider, "elsewhere.test")
+    key = services.metadata.set_private_link_key(site.site_id, True)
+    return World(
+        site_id=site.site_id,
+        public_site_id=public_site.site_id,
+        org_id=site.organization_id,
+        private_key=key,
+        headers={
+            "anonymous": {},
+            "private_link": {"X-Private-Key": key},
+            "public": {},
+            "member": member.headers,
+            "admin": admin.headers,
+            "owner": owner.headers,
+            "outsider": outsider.headers,
+        },
+    )
+
+
+# (name, method, path template, json body, level). {site} is the target site, {org} its organization.
+ACTIONS = [
+    ("get_site", "GET", "/api/sites/{site}", None, "read"),
+    ("excluded_ips", "GET", "/api/sites/{site}/excluded-ips", None, "member"),
+    ("excluded_countries", "GET", "/api/sites/{site}/excluded-countries", None, "member"),
+    ("list_org_sites", "GET", "/api/organizations/{org}/sites", None, "member"),
+    ("update_config", "PUT", "/api/sites/{site}/config", {"blockBots": False}, "admin"),
+    ("get_private_link", "GET", "/api/sites/{site}/private-link-config", None, "admin"),
+    (
+        "generate_private_link",
+        "POST",
+        "/api/sites/{site}/private-link-config",
+        {"action": "generate_private_link_key"},
+        "admin",
+    ),
+    ("create_site", "POST", "/api/organizations/{org}/sites", {"domain": "new.acme.test"}, "admin"),
+    ("delete_site", "DELETE", "/api/sites/{site}", None, "admin"),
+]
+
+# Expected status per level and caller.
+EXPECTED = {
+    "read": {
+        "anonymous": 401,
+        "private_link": 200,
+        "public": 200,
+        "member": 200,
+        "admin": 200,
+        "owner": 200,
+        "outsider": 404,
+    },
+    "member": {
+        "anonymous": 401,
+        "private_link": 401,
+        "public": 401,
+        "member": 200,
+        "admin": 200,
+        "owner": 200,
+        "outsider": 404,
+    },
+    "admin": {
+        "anonymous": 401,
+        "private_link": 401,
+        "public": 401,
+        "member": 403,
+        "admin": 200,
+        "owner": 200,
+        "outsider": 404,
+    },
+}
+CODES = {200: None, 401: "AUTHENTICATION_REQUIRED", 403: "FORBIDDEN", 404: "NOT_FOUND"}
+
+
+@pytest.mark.parametrize("caller", list(EXPECTED["read"]))
+@pytest.mark.parametrize(("name", "method", "path", "body", "level"), ACTIONS, ids=[a[0] for a in ACTIONS])
+def test_role_matrix(client, world, caller, name, method, path, body, level):
+    site = world.public_site_id if caller == "public" else world.site_id
+    url = path.format(site=site, org=world.org_id)
+    if caller == "public" and "{org}" in path:
+        pytest.skip("organization routes have no public form")
+    response = client.request(method, url, json=body, headers=world.headers[caller])
+    expected = EXPECTED[level][caller]
+    if expected == 200 and name == "create_site":
+        expected = 201
+    assert response.status_code == expected, response.text
+    if expected >= 400:
+        assert response.json()["code"] == CODES[expected]
+        assert set(response.json()) <= {"error", "code", "details"}
+
+
+def test_refused_writes_change_nothing(client, world, services):
+    before = services.metadata.site(world.site_id)
+    for caller in ("anonymous", "private_link", "member", "outsider"):
+        client.put(f"/api/sites/{world.site_id}/config", json={"public": True}, headers=world.headers[caller])
+        client.delete(f"/api/sites/{world.site_id}", headers=world.headers[caller])
+    after = services.metadata.site(world.site_id)
+    assert after is not None and after.public == before.public and after.updated_at == before.updated_at
+
+
+def test_is_owner_follows_role(client, world):
+    for caller, expected in [("owner", True), ("admin", True), ("member", False), ("private_link", False)]:
+        body = client.get(f"/api/sites/{world.site_id}", headers=world.headers[caller]).json()
+        assert body["isOwner"] is expected, caller
+
+
+def test_private_key_only_opens_its_own_site(client, world, services):
+    owner = make_account(services, "second@acme.test")
+    other = make_site(services, owner, "other.test")
+    response = client.get(f"/api/sites/{other.site_id}", headers={"X-Private-Key": world.private_key})
+    assert response.status_code == 401
+
+
+def test_revoked_or_regenerated_private_key_stops_working(client, world):
+    url = f"/api/sites/{world.site_id}"
+    assert client.get(url, headers={"X-Private-Key": world.private_key}).status_code == 200
+    new = client.post(
+        url + "/private-link-config", json={"action": "generate_private_link_key"}, headers=world.headers["owner"]
+    ).json()["data"]["privateLinkKey"]
+    assert new != world.private_key
+    assert client.get(url, headers={"X-Private-Key": world.private_key}).status_code == 401
+    assert client.get(url, headers={"X-Private-Key": new}).status_code == 200
+    revoked = client.post(
+        url + "/private-link-config", json={"action": "revoke_private_link_key"}, headers=world.headers["owner"]
+    )
+    assert revoked.json() == {"success": True, "data": {"privateLinkKey": None}}
+    assert client.get(url, headers={"X-Private-Key": new}).status_code == 401
+
+
+def test_site_is_reachable_by_string_id(client, world, services):
+    site = services.metadata.site(world.site_id)
+    body = client.get(f"/api/sites/{site.id}", headers=world.headers["member"]).json()
+    assert body["siteId"] == world.site_id and body["id"] == site.id
