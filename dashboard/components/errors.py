@@ -272,8 +272,14 @@ def occurrence_card(event: Any, time_zone: str | None) -> html.Div:
                 ],
                 className="occurrence-head",
             ),
-            html.Dl(
-                [item for name, value in facts for item in (html.Dt(name), html.Dd(value, title=value))],
+            html.Div(
+                [
+                    html.Div(
+                        [html.Div(name, className="fact-name"), html.Div(value, className="fact-value", title=value)],
+                        className="fact",
+                    )
+                    for name, value in facts
+                ],
                 className="occurrence-facts",
             ),
             html.Pre(stack, className="stack")
