@@ -23,9 +23,12 @@ class Services:
     events: EventStore
     writer: BatchWriter
     extras: dict[str, Any] = field(default_factory=dict)
+    ingestor: Any = None  # api_backend.ingest.pipeline.Ingestor, built by open_services
 
     def close(self) -> None:
         """Commit queued events, then release both stores."""
+        if self.ingestor is not None:
+            self.ingestor.close()
         self.writer.close()
         self.events.close()
         self.metadata.close()
@@ -38,4 +41,8 @@ def open_services(settings: Settings) -> Services:
     metadata = MetadataStore(settings.database_url)
     events = DuckDBEventStore(settings.events_path)
     writer = BatchWriter(events, linger=settings.commit_interval_ms / 1000)
-    return Services(settings=settings, metadata=metadata, events=events, writer=writer)
+    services = Services(settings=settings, metadata=metadata, events=events, writer=writer)
+    from api_backend.ingest.pipeline import Ingestor  # imported here: the ingest package imports the stores
+
+    services.ingestor = Ingestor(settings, metadata, events, writer, services.extras)
+    return services

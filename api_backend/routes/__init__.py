@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api_backend.routes import accounts, health, organizations, sites
+from api_backend.routes import accounts, health, organizations, sites, track
 
 __all__ = ["ROUTERS"]
 
@@ -11,4 +11,5 @@ ROUTERS = [
     accounts.router,
     organizations.router,
     sites.router,
+    track.router,
 ]

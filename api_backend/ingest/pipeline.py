@@ -1,0 +1,313 @@
+"""The ``Ingestor``: from a validated tracker event to a committed row of the events table.
+
+Per event, in this order (peer-write 4.2 with the UP trust model):
+
+1. the site (404 when unknown), from an in-memory cache;
+2. the API key, if one is presented (``Authorization: Bearer`` first, else the body's ``api_key``): it must
+   belong to a member of the site's organization, else 401. A valid key makes the event *trusted*: its
+   ``ip_address`` and ``user_agent`` are honoured and bot blocking is skipped. Untrusted events use the
+   connection's address and ``User-Agent`` header;
+3. drops by site setting, answered ``tracked: false``: ``bot`` (``blockBots``), ``excluded_ip``,
+   ``excluded_country``;
+4. enrichment (user agent, geo, channel, UTM, visitor id, session) and the group-committed write.
+
+Choices the specs leave open, written down here:
+
+- ``trackUrlParams`` off: the raw query string and the parameter map are not stored, but the UTM columns and
+  the channel are still derived from the query string, because they describe where the visit came from
+  rather than what the page URL carried.
+- Web vitals are stored only on ``performance`` events, and a measured 0 stays 0 (the peer turns it into
+  NULL, which loses a perfect CLS score).
+- ``/api/identify`` stores nothing about the person: it remembers, in memory, that this visitor (site, IP,
+  user agent hash) is ``user_id``, so later events of that visitor without their own ``user_id`` carry it
+  as ``identified_user_id``. Traits are validated and discarded. The mapping is forgotten after a day of
+  inactivity or a restart (the browser tracker sends ``user_id`` with every event after ``identify`` anyway).
+- API key checks are cached for a few seconds, so a revoked key may still be honoured for up to ``KEY_TTL``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from api_backend.errors import AuthenticationRequiredError, NotFoundError
+from api_backend.ingest.bots import is_bot
+from api_backend.ingest.channels import classify_channel, strip_www
+from api_backend.ingest.geo import GeoLocator, open_locator
+from api_backend.ingest.payload import TrackEvent
+from api_backend.ingest.sessions import SESSION_TIMEOUT, SessionTracker
+from api_backend.ingest.site_rules import SiteRules, SiteRulesCache
+from api_backend.ingest.useragent import device_type, parse_user_agent
+from api_backend.ingest.visitor import visitor_id
+from api_backend.settings import Settings
+from api_backend.store.events import EventStore
+from api_backend.store.metadata import MetadataStore
+from api_backend.store.writer import BatchWriter
+
+__all__ = ["ClientInfo", "Dropped", "Ingestor", "utc_now"]
+
+log = logging.getLogger(__name__)
+
+KEY_TTL = 5.0
+IDENTIFY_TTL = timedelta(days=1)
+_UTM_KEYS = ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
+
+
+def utc_now() -> datetime:
+    """The current UTC time, naive, at millisecond precision (the events table's timestamp type)."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientInfo:
+    """What the connection says about the sender: its address and ``User-Agent`` header."""
+
+    ip: str
+    user_agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """An event a site setting refused; ``reason`` is ``bot``, ``excluded_ip`` or ``excluded_country``."""
+
+    reason: str
+
+
+def _referrer_host(referrer: str) -> str:
+    try:
+        return (urlsplit(referrer).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+class Ingestor:
+    """Turns tracker events into committed rows; one per process, built by ``open_services``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        metadata: MetadataStore,
+        events: EventStore,
+        writer: BatchWriter,
+        extras: dict[str, Any] | None = None,
+        *,
+        locator: GeoLocator | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.settings = settings
+        self.metadata = metadata
+        self.writer = writer
+        self.clock = clock
+        self.locator = locator or open_locator(settings.geoip_mmdb)
+        self.sites = SiteRulesCache(metadata.site)
+        self.sessions = SessionTracker()
+        self._secret = settings.secret_key
+        self._keys: dict[str, tuple[str | None, float]] = {}
+        self._roles: dict[tuple[str, str], tuple[str | None, float]] = {}
+        self._identified: dict[tuple[int, str], tuple[str, datetime]] = {}
+        self._identified_lock = threading.Lock()
+        self._next_identify_prune = datetime.min
+        recovered = self.sessions.recover(events.latest_sessions(self.clock() - SESSION_TIMEOUT))
+        if recovered:
+            log.info("recovered %d live sessions from the event store", recovered)
+        if extras is not None:
+            self._install_hooks(extras)
+
+    # Site changes -------------------------------------------------------------------------------
+
+    def _install_hooks(self, extras: dict[str, Any]) -> None:
+        """Hook into the site routes (keeping any hook already installed by other code)."""
+        previous_changed = extras.get("on_site_changed")
+        previous_deleted = extras.get("on_site_deleted")
+
+        def on_site_changed(site_id: int) -> None:
+            self.sites.invalidate(site_id)
+            if previous_changed:
+                previous_changed(site_id)
+
+        def on_site_deleted(site_id: int) -> None:
+            self.sites.invalidate(site_id)
+            self.sessions.forget_site(site_id)
+            if previous_deleted:
+                previous_deleted(site_id)
+
+        extras["on_site_changed"] = on_site_changed
+        extras["on_site_deleted"] = on_site_deleted
+
+    # Lookups --------------------------------------------------------------------------------------
+
+    def site_rules(self, site_key: str) -> SiteRules:
+        """The cached rules of a site by ``siteId`` or string ``id``; 404 when unknown."""
+        rules = self.sites.get(site_key)
+        if rules is None:
+            raise NotFoundError("Site not found.")
+        return rules
+
+    def key_user(self, raw_key: str) -> str | None:
+        """The user id owning an API key (cached for ``KEY_TTL`` seconds), or ``None`` if unknown or revoked."""
+        digest = hashlib.sha256(raw_key.encode()).hexdigest()
+        now = time.monotonic()
+        entry = self._keys.get(digest)
+        if entry is not None and entry[1] > now:
+            return entry[0]
+        user = self.metadata.user_for_api_key(raw_key) if raw_key.startswith("sl_") else None
+        user_id = user.id if user is not None else None
+        if len(self._keys) > 10_000:
+            self._keys = {k: v for k, v in self._keys.items() if v[1] > now}
+        self._keys[digest] = (user_id, now + KEY_TTL)
+        return user_id
+
+    def check_key(self, raw_key: str, rules: SiteRules) -> None:
+        """Accept a key whose user is a member of the site's organization; otherwise 401."""
+        user_id = self.key_user(raw_key)
+        if user_id is None:
+            raise AuthenticationRequiredError("The API key is unknown or revoked.")
+        now = time.monotonic()
+        member_key = (user_id, rules.organization_id)
+        entry = self._roles.get(member_key)
+        if entry is None or entry[1] <= now:
+            entry = (self.metadata.role_in(user_id, rules.organization_id), now + KEY_TTL)
+            if len(self._roles) > 10_000:
+                self._roles = {k: v for k, v in self._roles.items() if v[1] > now}
+            self._roles[member_key] = entry
+        if entry[0] is None:
+            raise AuthenticationRequiredError("The API key does not belong to a member of this site's organization.")
+
+    def trusted(self, event: TrackEvent, rules: SiteRules, header_key: str | None) -> bool:
+        """Whether the event comes with a valid key for its site (raises 401 for a bad one)."""
+        key = header_key or event.api_key
+        if not key:
+            return False
+        self.check_key(key, rules)
+        return True
+
+    # Processing -------------------------------------------------------------------------------
+
+    def prepare(
+        self, event: TrackEvent, rules: SiteRules, client: ClientInfo, *, trusted: bool, now: datetime
+    ) -> dict[str, Any] | Dropped:
+        """Apply the site's drop rules and enrich the event into a row (not yet written)."""
+        ip = event.ip_address if trusted and event.ip_address else client.ip
+        user_agent = event.user_agent if trusted and event.user_agent else client.user_agent
+        if rules.block_bots and not trusted and is_bot(user_agent):
+            return Dropped("bot")
+        if rules.excluded_ips and rules.excluded_ips.matches(ip):
+            return Dropped("excluded_ip")
+        geo = self.locator.locate(ip) if ip else None
+        if rules.excluded_countries and geo is not None and geo.country in rules.excluded_countries:
+            return Dropped("excluded_country")
+
+        visitor = visitor_id(self._secret, rules.site_id, ip, user_agent, now.date() if rules.salt_user_ids else None)
+        identified = event.user_id or self._identified_user(rules.site_id, visitor, now)
+        session_id = self.sessions.session_for(rules.site_id, visitor, now)
+
+        hostname = event.hostname
+        referrer = event.referrer
+        if referrer and hostname:
+            ref_host = _referrer_host(referrer)
+            if ref_host and strip_www(ref_host) == strip_www(hostname):
+                referrer = ""
+        querystring = event.querystring
+        params: dict[str, str] = {}
+        if querystring:
+            for key, value in parse_qsl(querystring.removeprefix("?"), keep_blank_values=True):
+                params[key.lower()] = value
+        utm = {k: v for k, v in params.items() if k.startswith("utm_") or k in ("gclid", "gad_source")}
+        channel = classify_channel(referrer, utm, hostname)
+        if not rules.track_url_params:
+            querystring, params = "", {}
+
+        ua = parse_user_agent(user_agent)
+        row: dict[str, Any] = {
+            "site_id": rules.site_id,
+            "timestamp": now,
+            "session_id": session_id,
+            "user_id": visitor,
+            "identified_user_id": identified,
+            "hostname": hostname,
+            "pathname": event.pathname,
+            "querystring": querystring,
+            "url_parameters": json.dumps(params, ensure_ascii=False, separators=(",", ":")) if params else "{}",
+            "page_title": event.page_title,
+            "referrer": referrer,
+            "channel": channel,
+            "browser": ua.browser,
+            "browser_version": ua.browser_version,
+            "operating_system": ua.operating_system,
+            "operating_system_version": ua.operating_system_version,
+            "language": event.language,
+            "country": geo.country if geo else "",
+            "region": geo.region if geo else "",
+            "city": geo.city if geo else "",
+            "screen_width": event.screen_width,
+            "screen_height": event.screen_height,
+            "device_type": device_type(ua, event.screen_width, event.screen_height),
+            "type": event.type,
+            "event_name": event.event_name,
+            "props": event.props,
+            "lcp": event.lcp,
+            "cls": event.cls,
+            "inp": event.inp,
+            "fcp": event.fcp,
+            "ttfb": event.ttfb,
+        }
+        for key in _UTM_KEYS:
+            row[key] = utm.get(key, "")
+        return row
+
+    async def track(self, event: TrackEvent, client: ClientInfo, header_key: str | None) -> dict[str, Any]:
+        """Process one event and answer once its row is committed (the ``/api/track`` response body)."""
+        rules = self.site_rules(event.site_key)
+        trusted = self.trusted(event, rules, header_key)
+        outcome = self.prepare(event, rules, client, trusted=trusted, now=self.clock())
+        if isinstance(outcome, Dropped):
+            return {"success": True, "tracked": False, "reason": outcome.reason}
+        await self.writer.write_async([outcome])
+        return {"success": True}
+
+    # Identify -------------------------------------------------------------------------------------
+
+    def identify(self, site_key: str, user_id: str, client: ClientInfo, header_key: str | None, body: Mapping) -> None:
+        """Remember that the visitor behind this request is ``user_id`` (see the module docstring)."""
+        rules = self.site_rules(site_key)
+        trusted = False
+        key = header_key or (body.get("api_key") if isinstance(body.get("api_key"), str) else None)
+        if key:
+            self.check_key(key, rules)
+            trusted = True
+        ip = client.ip
+        user_agent = client.user_agent
+        if trusted:
+            ip = body["ip_address"] if isinstance(body.get("ip_address"), str) and body["ip_address"] else ip
+            ua_field = body.get("user_agent")
+            user_agent = ua_field if isinstance(ua_field, str) and ua_field else user_agent
+        now = self.clock()
+        visitor = visitor_id(self._secret, rules.site_id, ip, user_agent, now.date() if rules.salt_user_ids else None)
+        with self._identified_lock:
+            self._identified[(rules.site_id, visitor)] = (user_id, now)
+
+    def _identified_user(self, site_id: int, visitor: str, now: datetime) -> str:
+        if not self._identified:
+            return ""
+        with self._identified_lock:
+            entry = self._identified.get((site_id, visitor))
+            if entry is not None:
+                self._identified[(site_id, visitor)] = (entry[0], now)
+            if now >= self._next_identify_prune:
+                cutoff = now - IDENTIFY_TTL
+                self._identified = {k: v for k, v in self._identified.items() if v[1] >= cutoff}
+                self._next_identify_prune = now + timedelta(minutes=5)
+        return entry[0] if entry is not None else ""
+
+    def close(self) -> None:
+        """Release the geo database."""
+        self.locator.close()

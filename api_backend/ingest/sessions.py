@@ -1,0 +1,71 @@
+"""Server-side sessions: a new session after 30 minutes without an event from the same visitor on a site.
+
+``SessionTracker`` keeps ``(site_id, visitor) -> (session_id, last_seen)`` in memory. Entries idle longer than
+the timeout are pruned now and then, so memory follows the number of live visitors. At start-up the map is
+recovered from the event store (``recover``), so a restart does not split sessions that are still live.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+__all__ = ["SESSION_TIMEOUT", "SessionTracker"]
+
+SESSION_TIMEOUT = timedelta(minutes=30)
+_PRUNE_EVERY = timedelta(minutes=1)
+
+
+class SessionTracker:
+    """Assigns session ids to events, visitor by visitor (thread-safe)."""
+
+    def __init__(self, timeout: timedelta = SESSION_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._live: dict[tuple[int, str], tuple[str, datetime]] = {}
+        self._lock = threading.Lock()
+        self._next_prune: datetime | None = None
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def recover(self, rows: Iterable[tuple[int, str, str, datetime]]) -> int:
+        """Load ``(site_id, visitor, session_id, last_timestamp)`` rows (e.g. ``EventStore.latest_sessions``)."""
+        count = 0
+        with self._lock:
+            for site_id, visitor, session_id, last_seen in rows:
+                key = (int(site_id), visitor)
+                current = self._live.get(key)
+                if current is None or current[1] < last_seen:
+                    self._live[key] = (session_id, last_seen)
+                    count += 1
+        return count
+
+    def session_for(self, site_id: int, visitor: str, now: datetime) -> str:
+        """The session of an event at ``now``: the visitor's live one, or a new one after the timeout."""
+        key = (site_id, visitor)
+        with self._lock:
+            current = self._live.get(key)
+            if current is not None and now - current[1] <= self.timeout:
+                session_id = current[0]
+                # An event stamped earlier than the last one (clock step) must not move last_seen back.
+                self._live[key] = (session_id, max(now, current[1]))
+            else:
+                session_id = uuid.uuid4().hex
+                self._live[key] = (session_id, now)
+            if self._next_prune is None or now >= self._next_prune:
+                self._prune(now)
+        return session_id
+
+    def forget_site(self, site_id: int) -> None:
+        """Drop every live session of a deleted site."""
+        with self._lock:
+            for key in [k for k in self._live if k[0] == site_id]:
+                del self._live[key]
+
+    def _prune(self, now: datetime) -> None:
+        cutoff = now - self.timeout
+        for key in [k for k, (_, seen) in self._live.items() if seen < cutoff]:
+            del self._live[key]
+        self._next_prune = now + _PRUNE_EVERY

@@ -1,0 +1,187 @@
+"""Tracking routes (contract section 3): ``/track``, ``/track/batch``, ``/identify``, ``/site/tracking-config``.
+
+Bodies are parsed here (so a ``text/plain`` body from ``sendBeacon`` works and every error names its field)
+and handed to the process's ``Ingestor``. A 200 for a tracked event is sent only after the transaction
+holding its row has committed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from api_backend.auth import ServicesDep
+from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError, NotFoundError
+from api_backend.ingest.payload import parse_event, parse_identify
+from api_backend.ingest.pipeline import ClientInfo, Dropped, Ingestor
+from api_backend.services import Services
+from api_backend.store.events import EVENT_TYPES
+
+router = APIRouter(tags=["tracking"])
+
+MAX_BATCH = 1000
+
+
+class TrackEventBody(BaseModel):
+    """One tracked event as the browser and server trackers send it (documentation of the wire format)."""
+
+    site_id: str | int = Field(description="Numeric siteId or the string id.")
+    type: Literal[EVENT_TYPES] = Field(description="Event type.")  # type: ignore[valid-type]
+    hostname: str | None = Field(None, max_length=253)
+    pathname: str | None = Field(None, max_length=2048)
+    querystring: str | None = Field(None, max_length=2048)
+    screenWidth: int | None = Field(None, ge=0)  # noqa: N815 (wire name)
+    screenHeight: int | None = Field(None, ge=0)  # noqa: N815 (wire name)
+    language: str | None = Field(None, max_length=35)
+    page_title: str | None = Field(None, max_length=512)
+    referrer: str | None = Field(None, max_length=2048)
+    user_id: str | None = Field(None, max_length=255, description="Your own id of the user (identified user).")
+    event_name: str | None = Field(None, max_length=256)
+    properties: str | dict[str, Any] | None = Field(None, description="JSON-encoded string or object.")
+    lcp: float | None = None
+    cls: float | None = None
+    inp: float | None = None
+    fcp: float | None = None
+    ttfb: float | None = None
+    ip_address: str | None = Field(None, description="Honoured only with a valid API key.")
+    user_agent: str | None = Field(None, max_length=512, description="Honoured only with a valid API key.")
+    api_key: str | None = Field(None, description="API key (or send it as Authorization: Bearer).")
+
+
+class TrackBatchBody(BaseModel):
+    """Up to 1000 events."""
+
+    events: list[TrackEventBody]
+
+
+class IdentifyBody(BaseModel):
+    """Tie the current visitor to your own user id."""
+
+    site_id: str | int
+    user_id: str
+    traits: dict[str, Any] | None = None
+
+
+def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": model.model_json_schema(ref_template="#/components/schemas/{model}")}
+            },
+        }
+    }
+
+
+def _ingestor(services: Services) -> Ingestor:
+    if services.ingestor is None:  # services assembled by hand (tests, tools): build the ingestor on first use
+        services.ingestor = Ingestor(
+            services.settings, services.metadata, services.events, services.writer, services.extras
+        )
+    return services.ingestor
+
+
+def _client(request: Request, services: Services) -> ClientInfo:
+    """The sender's address (the first ``X-Forwarded-For`` entry behind a trusted proxy) and user agent."""
+    ip = request.client.host if request.client else ""
+    if services.settings.trust_proxy:
+        forwarded = request.headers.get("x-forwarded-for", "")
+        first = forwarded.split(",", 1)[0].strip()
+        if first:
+            ip = first
+    return ClientInfo(ip=ip, user_agent=request.headers.get("user-agent", ""))
+
+
+def _header_key(request: Request) -> str | None:
+    """The API key of an ``Authorization`` header; a malformed header is a 401."""
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise AuthenticationRequiredError("The Authorization header must be 'Bearer <API key>'.")
+    return token
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        raise InvalidRequestError("The request body is empty.", [FieldError("body", "is required")])
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise InvalidRequestError(
+            "The request body is not valid JSON.", [FieldError("body", "is not valid JSON")]
+        ) from None
+
+
+@router.post("/track", openapi_extra=_body_doc(TrackEventBody), response_model=None)
+async def track(request: Request, services: ServicesDep) -> JSONResponse:
+    """Record one event: ``{"success": true}`` once stored, or ``tracked: false`` with the reason it was dropped."""
+    event = parse_event(await _json_body(request))
+    ingestor = _ingestor(services)
+    result = await ingestor.track(event, _client(request, services), _header_key(request))
+    return JSONResponse(result)
+
+
+@router.post("/track/batch", openapi_extra=_body_doc(TrackBatchBody), response_model=None)
+async def track_batch(request: Request, services: ServicesDep) -> JSONResponse:
+    """Record up to 1000 events in one commit.
+
+    ``accepted`` counts the stored events; ``rejected`` lists invalid ones (``{index, error}``), and ``dropped``
+    lists valid events a site setting refused (``{index, reason}``), which are not counted as accepted.
+    """
+    body = await _json_body(request)
+    events = body.get("events") if isinstance(body, dict) else None
+    if not isinstance(events, list):
+        raise InvalidRequestError.for_field("events", "must be a list of events")
+    if len(events) > MAX_BATCH:
+        raise InvalidRequestError.for_field("events", f"must hold at most {MAX_BATCH} events")
+    ingestor = _ingestor(services)
+    client = _client(request, services)
+    header_key = _header_key(request)
+    if header_key is not None and ingestor.key_user(header_key) is None:
+        raise AuthenticationRequiredError("The API key is unknown or revoked.")
+    now = ingestor.clock()
+    rows: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
+    for index, raw in enumerate(events):
+        try:
+            event = parse_event(raw)
+            rules = ingestor.site_rules(event.site_key)
+            trusted = ingestor.trusted(event, rules, header_key)
+        except (InvalidRequestError, NotFoundError, AuthenticationRequiredError) as exc:
+            error = exc.message
+            if exc.details:
+                error = "; ".join(f"{d.field} {d.message}" for d in exc.details)
+            rejected.append({"index": index, "error": error})
+            continue
+        outcome = ingestor.prepare(event, rules, client, trusted=trusted, now=now)
+        if isinstance(outcome, Dropped):
+            dropped.append({"index": index, "reason": outcome.reason})
+        else:
+            rows.append(outcome)
+    if rows:
+        await services.writer.write_async(rows)
+    return JSONResponse({"success": True, "accepted": len(rows), "rejected": rejected, "dropped": dropped})
+
+
+@router.post("/identify", openapi_extra=_body_doc(IdentifyBody), response_model=None)
+async def identify(request: Request, services: ServicesDep) -> JSONResponse:
+    """Tie the visitor sending this request to ``user_id``; later events of that visitor carry it."""
+    body = await _json_body(request)
+    site_key, user_id, _traits = parse_identify(body)
+    _ingestor(services).identify(site_key, user_id, _client(request, services), _header_key(request), body)
+    return JSONResponse({"success": True})
+
+
+@router.get("/site/tracking-config/{site_id}")
+def tracking_config(site_id: str, services: ServicesDep) -> dict[str, bool]:
+    """The switches the browser tracker reads (public: they reveal nothing private)."""
+    return dict(_ingestor(services).site_rules(site_id).tracking_config)
