@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from api_backend.app import create_app
-from tests.support import make_account, make_site
+from tests.support import make_site
 
 ERROR_CODES = {
     400: "INVALID_REQUEST",
