@@ -38,6 +38,7 @@ from api_client.models import (
     UsageRow,
 )
 from api_client.query import Filter, Query
+from api_client.tracker import AsyncTracker, Tracker, TrackResult
 
 __all__ = [
     # client
@@ -79,4 +80,8 @@ __all__ = [
     "Site",
     "SiteConfig",
     "UsageRow",
+    # tracker
+    "AsyncTracker",
+    "TrackResult",
+    "Tracker",
 ]
