@@ -1,0 +1,38 @@
+"""Serve the dashboard beside the API in one process (``sitelens serve``).
+
+The only dashboard-related module of ``api_backend``: it builds the Dash app (which reads the API over HTTP through
+``api_client``, like any other client) and mounts its WSGI server at ``/``. Routes under ``/api`` are registered first,
+so they keep priority.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from api_backend.settings import Settings
+
+__all__ = ["dashboard_api_url", "mount_dashboard"]
+
+
+def dashboard_api_url(settings: Settings) -> str:
+    """The API address the dashboard calls: ``settings.api_url``, else this server on loopback."""
+    if settings.api_url:
+        return settings.api_url.rstrip("/")
+    host = settings.host
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}/api"
+
+
+def mount_dashboard(app: FastAPI, settings: Settings) -> None:
+    """Mount the dashboard at ``/`` of ``app``."""
+    from a2wsgi import WSGIMiddleware
+
+    from dashboard.app import create_dashboard
+
+    dashboard = create_dashboard(dashboard_api_url(settings))
+    app.mount("/", WSGIMiddleware(dashboard.server), name="dashboard")

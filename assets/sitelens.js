@@ -1,0 +1,48 @@
+/*
+ * sitelens dashboard: the one piece of page script.
+ * A page that must send the person elsewhere (not signed in, credential expired) renders a marker
+ * <div class="redirect" data-href="..."> (dashboard.components.common.redirect). This watches for such
+ * markers and follows them. data-clear-auth="1" also forgets the tab's sign-in token first.
+ */
+(function () {
+  "use strict";
+  var AUTH_KEY = "frame-auth";
+
+  function follow(marker) {
+    if (marker.dataset.followed) { return; }
+    marker.dataset.followed = "1";
+    var href = marker.getAttribute("data-href");
+    if (!href) { return; }
+    if (marker.getAttribute("data-clear-auth") === "1") {
+      try {
+        window.sessionStorage.removeItem(AUTH_KEY);
+        window.sessionStorage.removeItem(AUTH_KEY + "-timestamp");
+      } catch (e) { /* storage may be disabled; the full reload below still drops the in-memory token */ }
+      window.location.assign(href);
+      return;
+    }
+    // Same navigation as dcc.Link: push the URL and let Dash's router render the page without a reload.
+    window.history.pushState({}, "", href);
+    window.dispatchEvent(new CustomEvent("_dashprivate_pushstate"));
+    window.scrollTo(0, 0);
+  }
+
+  function scan(root) {
+    if (!root || !root.querySelectorAll) { return; }
+    if (root.matches && root.matches(".redirect[data-href]")) { follow(root); }
+    root.querySelectorAll(".redirect[data-href]").forEach(follow);
+  }
+
+  function start() {
+    scan(document.body);
+    new MutationObserver(function (mutations) {
+      mutations.forEach(function (m) { m.addedNodes.forEach(scan); });
+    }).observe(document.body, { childList: true, subtree: true });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

@@ -1,0 +1,341 @@
+"""``create_dashboard(api_url)``: the sitelens Dash app (pages, frame, callbacks); ``serve_dashboard`` runs it alone.
+
+The dashboard talks to the API only through ``api_client``; nothing connects at import time. Pages live in
+``dashboard/pages/`` (one module each, ``dash.register_page``); the frame (navbar, date range, zone, filters, overview
+strip) is built by ``dashboard.components.frame`` and made interactive by the callbacks registered here.
+
+Every page layout receives, besides the URL query values, ``auth`` and ``share`` (the credential stores) and
+``browser_zone`` (the browser's IANA zone, ``None`` until the browser has reported it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dash
+import flask
+from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
+from dash.exceptions import PreventUpdate
+
+from dashboard import ids, session
+from dashboard.components import frame
+from dashboard.components.common import alert
+from dashboard.state import ViewState, parse_view, preset_range, shift_range, today_in
+
+__all__ = ["ASSETS_FOLDER", "PAGES_FOLDER", "create_dashboard", "serve_dashboard"]
+
+PAGES_FOLDER = Path(__file__).resolve().parent / "pages"
+ASSETS_FOLDER = Path(__file__).resolve().parent.parent / "assets"
+_COMPARISON_TYPES = {"greater_than", "less_than", "greater_than_or_equal", "less_than_or_equal"}
+
+
+def _shell() -> html.Div:
+    """The layout around every page: stores, the navigation Location, navbar and the page container."""
+    return html.Div(
+        [
+            dcc.Store(id=ids.AUTH, storage_type="session"),
+            dcc.Store(id=ids.SHARE, storage_type="session"),
+            dcc.Store(id=ids.BROWSER_ZONE, storage_type="local"),
+            dcc.Location(id=ids.NAVIGATE, refresh="callback-nav"),
+            frame.navbar(),
+            html.Main(dash.page_container, id=ids.MAIN, className="main"),
+        ],
+        className="app",
+    )
+
+
+def _path(pathname: str | None) -> str:
+    """``pathname`` without the app's URL prefix, always starting with ``/``."""
+    return "/" + (dash.strip_relative_path(pathname or "/") or "")
+
+
+def _filter_values(raw: str | None, kind: str) -> list[Any]:
+    """Comma-separated values as the API wants them (numbers for numeric comparisons)."""
+    values = [part.strip() for part in (raw or "").split(",") if part.strip()]
+    if kind in _COMPARISON_TYPES:
+        numbers = []
+        for part in values:
+            try:
+                numbers.append(int(part) if part.lstrip("-").isdigit() else float(part))
+            except ValueError:
+                numbers.append(part)
+        return numbers
+    return values
+
+
+def _register_frame_callbacks(app: dash.Dash) -> None:
+    """The frame's callbacks, registered on ``app`` itself so each dashboard in a process gets its own."""
+
+    # The browser's zone becomes the default time zone; a store write only when it changed avoids a second render.
+    app.clientside_callback(
+        """
+        function(_, current) {
+            var zone = null;
+            try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { zone = null; }
+            zone = zone || "UTC";
+            return zone === current ? window.dash_clientside.no_update : zone;
+        }
+        """,
+        Output(ids.BROWSER_ZONE, "data"),
+        Input(ids.NAVBAR, "id"),
+        State(ids.BROWSER_ZONE, "data"),
+    )
+
+    # A share URL (/share/<siteId>#<key>) carries the key in the fragment, which never reaches a server: copy it into
+    # the session store so every call of this tab sends it as X-Private-Key.
+    app.clientside_callback(
+        """
+        function(hash, pathname, current) {
+            var match = /\\/share\\/([^\\/?#]+)/.exec(pathname || "");
+            if (!match || !hash || hash.length < 2) { return window.dash_clientside.no_update; }
+            var key = decodeURIComponent(hash.slice(1));
+            if (current && current.privateKey === key && String(current.siteId) === match[1]) {
+                return window.dash_clientside.no_update;
+            }
+            return {privateKey: key, siteId: match[1]};
+        }
+        """,
+        Output(ids.SHARE, "data"),
+        Input(ids.NAVIGATE, "hash"),
+        Input(ids.NAVIGATE, "pathname"),
+        State(ids.SHARE, "data"),
+    )
+
+    @app.callback(
+        Output(ids.NAV_LINKS, "children"),
+        Output(ids.USER_EMAIL, "children"),
+        Output(ids.SIGN_OUT, "hidden"),
+        Output(ids.NAVBAR, "className"),
+        Input(ids.NAVIGATE, "pathname"),
+        Input(ids.NAVIGATE, "search"),
+        Input(ids.AUTH, "data"),
+    )
+    def update_navbar(pathname: str | None, search: str | None, auth: dict | None) -> tuple:
+        """Page links keep the current site, dates, zone and filters; the right side shows who is signed in."""
+        path = _path(pathname)
+        signed_in = session.is_signed_in(auth)
+        shared = path.startswith("/share/")
+        mode = "navbar navbar-share" if shared else ("navbar" if signed_in else "navbar navbar-anonymous")
+        if shared or not signed_in:
+            return [], "", True, mode
+        view = parse_view(search)
+        links = frame.nav_links(dash.page_registry.values(), view, path)
+        return links, (auth or {}).get("email") or "", False, mode
+
+    @app.callback(
+        Output(ids.SITE_PICKER, "options"),
+        Output(ids.SITE_PICKER, "value"),
+        Input(ids.AUTH, "data"),
+        Input(ids.NAVIGATE, "search"),
+        State(ids.SITE_PICKER, "options"),
+    )
+    def fill_site_picker(auth: dict | None, search: str | None, options: list | None) -> tuple:
+        """Every site the person can open, labelled with its organization; the URL's site is selected."""
+        if not session.is_signed_in(auth):
+            return [], None
+        view = parse_view(search)
+        if ctx.triggered_id == ids.NAVIGATE and options:
+            return no_update, view.site_id
+        from api_client import APIError
+
+        api = session.api_for(auth)
+        entries = []
+        try:
+            for org in session.cached_call(api, "organizations"):
+                for site in session.cached_call(api, "org_sites", org.id):
+                    entries.append({"label": f"{site.name or site.domain} · {org.name}", "value": site.site_id})
+        except APIError:
+            # The page itself reports the failure (and handles an expired credential); the picker just stays empty.
+            return [], view.site_id
+        return entries, view.site_id
+
+    @app.callback(
+        Output(ids.NAVIGATE, "href", allow_duplicate=True),
+        Input(ids.SITE_PICKER, "value"),
+        State(ids.NAVIGATE, "pathname"),
+        State(ids.NAVIGATE, "search"),
+        prevent_initial_call=True,
+    )
+    def pick_site(site_id: int | None, pathname: str | None, search: str | None) -> str:
+        """Choosing a site opens the same page for it (goals when the current page is not about one site)."""
+        view = parse_view(search)
+        if site_id is None or site_id == view.site_id:
+            raise PreventUpdate
+        path = _path(pathname)
+        site_pages = {p["relative_path"] for p in dash.page_registry.values() if p.get("nav_scope") == "site"}
+        target = path if dash.get_relative_path(path) in site_pages else "/goals"
+        new_search = view.replace(site_id=site_id, goal=None, error=None, page=1, sort=None, order=None).to_search()
+        return dash.get_relative_path(target) + new_search
+
+    @app.callback(
+        Output(ids.NAVIGATE, "href", allow_duplicate=True),
+        Input(ids.DATE_PRESET, "value"),
+        Input(ids.DATE_BACK, "n_clicks"),
+        Input(ids.DATE_FORWARD, "n_clicks"),
+        Input(ids.DATE_RANGE, "start_date"),
+        Input(ids.DATE_RANGE, "end_date"),
+        Input(ids.TIME_ZONE, "value"),
+        Input(ids.FILTER_ADD, "n_clicks"),
+        Input(ids.FILTER_VALUE, "n_submit"),
+        Input({"type": ids.FILTER_CHIP_REMOVE_TYPE, "index": ALL}, "n_clicks"),
+        State(ids.VIEW, "data"),
+        State(ids.FILTER_PARAMETER, "value"),
+        State(ids.FILTER_TYPE, "value"),
+        State(ids.FILTER_VALUE, "value"),
+        State(ids.NAVIGATE, "pathname"),
+        prevent_initial_call=True,
+    )
+    def change_view(
+        preset: str | None,
+        _back: int,
+        _forward: int,
+        start: str | None,
+        end: str | None,
+        zone: str | None,
+        _add: int,
+        _submit: int,
+        _removes: list,
+        view_data: dict | None,
+        parameter: str | None,
+        kind: str | None,
+        raw_value: str | None,
+        pathname: str | None,
+    ) -> str:
+        """Every frame control writes the new view into the URL; the page re-renders from it."""
+        if not view_data or ctx.triggered_id is None:
+            raise PreventUpdate
+        view = ViewState.from_dict(view_data)
+        trigger = ctx.triggered_id
+        # Controls re-rendered with the page report their initial values; only real changes move.
+        if not any(t.get("value") for t in ctx.triggered if "n_clicks" in t["prop_id"]) and trigger in (
+            ids.DATE_BACK,
+            ids.DATE_FORWARD,
+            ids.FILTER_ADD,
+        ):
+            raise PreventUpdate
+        changes: dict[str, Any] = {"page": 1}
+        if trigger == ids.DATE_PRESET:
+            if not preset:
+                raise PreventUpdate
+            changes["start_date"], changes["end_date"] = preset_range(preset, today_in(view.time_zone))
+        elif trigger in (ids.DATE_BACK, ids.DATE_FORWARD):
+            steps = -1 if trigger == ids.DATE_BACK else 1
+            changes["start_date"], changes["end_date"] = shift_range(view.start_date, view.end_date, steps)
+        elif trigger == ids.DATE_RANGE:
+            from datetime import date
+
+            if not start or not end:
+                raise PreventUpdate
+            first, last = date.fromisoformat(start[:10]), date.fromisoformat(end[:10])
+            if last < first:
+                first, last = last, first
+            if (first, last) == (view.start_date, view.end_date):
+                raise PreventUpdate
+            changes["start_date"], changes["end_date"] = first, last
+        elif trigger == ids.TIME_ZONE:
+            if not zone or zone == view.time_zone:
+                raise PreventUpdate
+            changes["time_zone"] = zone
+        elif trigger in (ids.FILTER_ADD, ids.FILTER_VALUE):
+            if not parameter or not kind:
+                raise PreventUpdate
+            values = _filter_values(raw_value, kind)
+            if not values and kind not in ("is_null", "is_not_null"):
+                raise PreventUpdate
+            changes["filters"] = [*view.filters, {"parameter": parameter, "type": kind, "value": values}]
+        elif isinstance(trigger, dict) and trigger.get("type") == ids.FILTER_CHIP_REMOVE_TYPE:
+            if not ctx.triggered[0].get("value"):
+                raise PreventUpdate
+            position = trigger["index"]
+            changes["filters"] = [f for i, f in enumerate(view.filters) if i != position]
+        else:
+            raise PreventUpdate
+        return dash.get_relative_path(_path(pathname)) + view.to_search(**changes)
+
+    @app.callback(
+        Output(ids.OVERVIEW_BODY, "children"),
+        Input(ids.VIEW, "data"),
+        State(ids.AUTH, "data"),
+        State(ids.SHARE, "data"),
+    )
+    def load_overview(view_data: dict | None, auth: dict | None, share: dict | None) -> Any:
+        """The overview strip: this range and the previous range of the same length (two cached calls)."""
+        view = ViewState.from_dict(view_data)
+        if view.site_id is None:
+            raise PreventUpdate
+        from api_client import APIError, NotFoundError
+
+        api = session.api_for(auth, share)
+        try:
+            current = session.cached_call(api, "overview", view.site_id, view.query())
+            previous = session.cached_call(api, "overview", view.site_id, view.previous().query())
+        except NotFoundError:
+            return alert("The overview numbers are not available from this API.", "info")
+        except APIError as exc:
+            from dashboard.components.common import error_view
+
+            return error_view(exc)
+        return frame.overview_strip(current, previous)
+
+    @app.callback(
+        Output(ids.AUTH, "data", allow_duplicate=True),
+        Output(ids.NAVIGATE, "href", allow_duplicate=True),
+        Input(ids.SIGN_OUT, "n_clicks"),
+        State(ids.AUTH, "data"),
+        prevent_initial_call=True,
+    )
+    def sign_out(n_clicks: int, auth: dict | None) -> tuple:
+        """Sign-out ends the session on the server too (best effort), then forgets the token."""
+        if not n_clicks:
+            raise PreventUpdate
+        if session.is_signed_in(auth):
+            from api_client import APIError
+
+            try:
+                session.api_for(auth).logout()
+            except APIError:
+                pass  # the token may already be gone; forgetting it locally is what matters
+        session.invalidate()
+        return None, dash.get_relative_path("/login?reason=signed_out")
+
+
+def create_dashboard(
+    api_url: str,
+    *,
+    server: flask.Flask | None = None,
+    requests_pathname_prefix: str = "/",
+    cache_config: dict | None = None,
+) -> dash.Dash:
+    """Build the dashboard for the API at ``api_url`` (``http(s)://.../api``); nothing is contacted until a request."""
+    app = dash.Dash(
+        "dashboard",
+        server=server if server is not None else True,
+        use_pages=True,
+        pages_folder=str(PAGES_FOLDER),
+        assets_folder=str(ASSETS_FOLDER),
+        requests_pathname_prefix=requests_pathname_prefix,
+        routing_callback_inputs={
+            "auth": State(ids.AUTH, "data"),
+            "share": State(ids.SHARE, "data"),
+            "browser_zone": Input(ids.BROWSER_ZONE, "data"),
+        },
+        suppress_callback_exceptions=True,
+        title="sitelens",
+        update_title=None,
+        serve_locally=True,
+        meta_tags=[{"name": "viewport", "content": "width=device-width, initial-scale=1"}],
+    )
+    app.layout = _shell
+    session.bind_server(app.server, api_url, cache_config)
+    _register_frame_callbacks(app)
+    return app
+
+
+def serve_dashboard(api_url: str, host: str, port: int) -> None:
+    """Serve only the dashboard (one process) against the API at ``api_url``, e.g. a remote sitelens."""
+    import uvicorn
+    from a2wsgi import WSGIMiddleware
+
+    app = create_dashboard(api_url)
+    uvicorn.run(WSGIMiddleware(app.server), host=host, port=port, log_level="info")

@@ -1,0 +1,1 @@
+"""Pure layout factories: plain data in, Dash components out, no I/O."""

@@ -1,0 +1,306 @@
+"""Building blocks every page uses: headers, cards, alerts, empty and loading states, tables, CSV, number formats.
+
+All functions are pure: they take plain data and return Dash components (or strings), so they are tested without a
+browser by inspecting ``component.to_plotly_json()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+from dash import dash_table, dcc, html
+
+__all__ = [
+    "alert",
+    "card",
+    "channel_label",
+    "csv_button",
+    "csv_download",
+    "data_table",
+    "empty_state",
+    "error_view",
+    "format_change",
+    "format_duration",
+    "format_number",
+    "format_percent",
+    "loading",
+    "page_header",
+    "redirect",
+]
+
+ALERT_KINDS = ("error", "warning", "info", "success")
+
+
+# --- formats ------------------------------------------------------------------------------------------------------
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def format_number(value: float | int | None, digits: int = 0) -> str:
+    """A count with thousands separators (``1234567`` -> ``"1,234,567"``); ``None`` or NaN -> ``"–"``."""
+    if not _is_number(value):
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def format_percent(value: float | int | None, digits: int = 1) -> str:
+    """A percentage given in percent (``12.345`` -> ``"12.3%"``). Pass fractions multiplied by 100."""
+    if not _is_number(value):
+        return "–"
+    return f"{value:.{digits}f}%"
+
+
+def format_duration(seconds: float | int | None) -> str:
+    """A duration in seconds as ``"45s"``, ``"3m 05s"`` or ``"2h 03m"``."""
+    if not _is_number(seconds):
+        return "–"
+    total = max(int(round(seconds)), 0)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def format_change(current: float | int | None, previous: float | int | None) -> tuple[str, str]:
+    """The relative change from ``previous`` to ``current`` as (text, direction).
+
+    Direction is ``"up"``, ``"down"``, ``"flat"`` or ``"none"`` (no previous value to compare with).
+    """
+    if not _is_number(current) or not _is_number(previous):
+        return "–", "none"
+    if previous == 0:
+        return ("new", "up") if current > 0 else ("0%", "flat")
+    change = (current - previous) / abs(previous) * 100
+    if abs(change) < 0.05:
+        return "0%", "flat"
+    return f"{change:+.1f}%", "up" if change > 0 else "down"
+
+
+def channel_label(value: str | None) -> str:
+    """How a channel is shown: the API's ``""`` (direct traffic) is ``"Direct"``."""
+    return value if value else "Direct"
+
+
+# --- layout pieces ------------------------------------------------------------------------------------------------
+def page_header(title: str, subtitle: str | None = None, actions: Any = None) -> html.Div:
+    """The title row of a page, with an optional subtitle and actions (buttons) on the right."""
+    text = [html.H1(title, className="page-title")]
+    if subtitle:
+        text.append(html.P(subtitle, className="page-subtitle"))
+    children: list[Any] = [html.Div(text, className="page-header-text")]
+    if actions is not None:
+        children.append(html.Div(actions, className="page-header-actions"))
+    return html.Div(children, className="page-header")
+
+
+def card(
+    children: Any,
+    title: str | None = None,
+    *,
+    id: str | dict | None = None,  # noqa: A002 - Dash's name for it
+    actions: Any = None,
+    class_name: str = "",
+) -> html.Section:
+    """A white panel with an optional title row (title on the left, actions on the right)."""
+    body: list[Any] = []
+    if title or actions is not None:
+        head: list[Any] = [html.H2(title or "", className="card-title")]
+        if actions is not None:
+            head.append(html.Div(actions, className="card-actions"))
+        body.append(html.Div(head, className="card-head"))
+    body.append(html.Div(children, className="card-body"))
+    kwargs: dict[str, Any] = {"className": f"card {class_name}".strip()}
+    if id is not None:
+        kwargs["id"] = id
+    return html.Section(body, **kwargs)
+
+
+def alert(message: Any, kind: str = "error", title: str | None = None) -> html.Div:
+    """A visible message box; ``kind`` is ``error``, ``warning``, ``info`` or ``success``."""
+    if kind not in ALERT_KINDS:
+        kind = "error"
+    children: list[Any] = []
+    if title:
+        children.append(html.Strong(title, className="alert-title"))
+    children.append(html.Span(message, className="alert-message"))
+    return html.Div(children, className=f"alert alert-{kind}", role="alert" if kind == "error" else "status")
+
+
+def empty_state(title: str, hint: str | None = None, action: Any = None) -> html.Div:
+    """What a page shows when there is nothing to list: what is missing and what to do about it."""
+    children: list[Any] = [html.Div("∅", className="empty-icon", **{"aria-hidden": "true"}), html.H3(title)]
+    if hint:
+        children.append(html.P(hint, className="empty-hint"))
+    if action is not None:
+        children.append(html.Div(action, className="empty-action"))
+    return html.Div(children, className="empty-state")
+
+
+def loading(children: Any, id: str | dict) -> dcc.Loading:  # noqa: A002 - Dash's name for it
+    """Wrap the part of a page that a callback fills, so a spinner shows while the call runs."""
+    return dcc.Loading(
+        html.Div(children, id=id),
+        type="dot",
+        color="var(--accent)",
+        delay_show=150,
+        parent_className="loading-parent",
+    )
+
+
+def redirect(href: str, message: str = "Redirecting…", *, clear_auth: bool = False) -> html.Div:
+    """A marker that sends the browser to ``href`` as soon as it is shown (``assets/sitelens.js`` acts on it).
+
+    With ``clear_auth`` the tab's sign-in token is forgotten first (an expired or revoked credential).
+    """
+    attributes = {"data-href": href}
+    if clear_auth:
+        attributes["data-clear-auth"] = "1"
+    return html.Div(
+        html.A(message, href=href),
+        className="redirect",
+        **attributes,
+    )
+
+
+def error_view(exc: Exception, sign_in_href: str = "/login?reason=expired") -> html.Div:
+    """How a page reports a failed API call: an alert, never a traceback.
+
+    An expired or revoked credential sends the person to sign-in (with a message there); a connection failure says the
+    API cannot be reached.
+    """
+    from api_client import (
+        APIConnectionError,
+        APIError,
+        AuthenticationError,
+        ForbiddenError,
+        NotFoundError,
+        ServerError,
+        ValidationError,
+    )
+
+    if isinstance(exc, AuthenticationError):
+        return html.Div(
+            [
+                alert("Your session has ended. Please sign in again.", "warning"),
+                redirect(sign_in_href, "Sign in again", clear_auth=True),
+            ]
+        )
+    if isinstance(exc, APIConnectionError):
+        return alert(
+            "The dashboard cannot reach the API right now. Check that the sitelens server is running, then reload.",
+            title="Cannot reach the API",
+        )
+    if isinstance(exc, ForbiddenError):
+        return alert("Your role on this site does not allow this.", title="Not allowed")
+    if isinstance(exc, NotFoundError):
+        return alert("It may have been deleted, or you have no access to it.", "warning", title="Not found")
+    if isinstance(exc, ValidationError):
+        details = "; ".join(f"{d.get('field')}: {d.get('message')}" for d in exc.details if d.get("field"))
+        return alert(details or exc.message, title="The API refused this request")
+    if isinstance(exc, ServerError):
+        ref = f" (reference {exc.request_id})" if exc.request_id else ""
+        return alert(f"The server failed to answer{ref}. Try again in a moment.", title="Server error")
+    if isinstance(exc, APIError):
+        return alert(exc.message, title="The request failed")
+    return alert("Something went wrong while loading this part of the page.", title="Unexpected error")
+
+
+# --- tables and CSV -----------------------------------------------------------------------------------------------
+ColumnSpec = str | tuple[str, str] | Mapping[str, Any]
+
+
+def _column(spec: ColumnSpec, df: pd.DataFrame) -> dict[str, Any]:
+    if isinstance(spec, str):
+        col: dict[str, Any] = {"id": spec, "name": spec.replace("_", " ").capitalize()}
+    elif isinstance(spec, tuple):
+        col = {"id": spec[0], "name": spec[1]}
+    else:
+        col = dict(spec)
+    if "type" not in col and col["id"] in df.columns and pd.api.types.is_numeric_dtype(df[col["id"]]):
+        col["type"] = "numeric"
+    return col
+
+
+def data_table(
+    df: pd.DataFrame,
+    id: str | dict,  # noqa: A002 - Dash's name for it
+    columns: Sequence[ColumnSpec] | None = None,
+    *,
+    page_size: int | None = None,
+    sort_action: str = "none",
+    markdown: Iterable[str] = (),
+    style_data_conditional: list[dict[str, Any]] | None = None,
+) -> dash_table.DataTable:
+    """A plain, readable table of ``df``: numeric columns right-aligned with tabular digits, text left.
+
+    ``columns`` are ids, ``(id, title)`` pairs or full DataTable column dicts; ``markdown`` names columns that hold
+    markdown links (rendered as links, never as HTML).
+    """
+    specs = [_column(c, df) for c in (columns or list(df.columns))]
+    link_columns = set(markdown)
+    for col in specs:
+        if col["id"] in link_columns:
+            col["presentation"] = "markdown"
+    numeric = [c["id"] for c in specs if c.get("type") == "numeric"]
+    records = df.to_dict("records") if len(df) else []
+    kwargs: dict[str, Any] = {}
+    if page_size:
+        kwargs.update(page_size=page_size, page_action="native")
+    else:
+        kwargs.update(page_action="none")
+    return dash_table.DataTable(
+        id=id,
+        data=records,
+        columns=specs,
+        sort_action=sort_action,
+        markdown_options={"html": False, "link_target": "_self"},
+        cell_selectable=False,
+        style_as_list_view=True,
+        style_table={"overflowX": "auto"},
+        style_header={
+            "fontWeight": "600",
+            "backgroundColor": "var(--surface-2)",
+            "color": "var(--text-muted)",
+            "borderBottom": "1px solid var(--border)",
+            "textTransform": "none",
+        },
+        style_cell={
+            "fontFamily": "var(--font-sans)",
+            "fontSize": "14px",
+            "padding": "10px 12px",
+            "textAlign": "left",
+            "border": "none",
+            "borderBottom": "1px solid var(--border-soft)",
+            "whiteSpace": "normal",
+            "height": "auto",
+            "maxWidth": "360px",
+            "overflow": "hidden",
+            "textOverflow": "ellipsis",
+        },
+        style_cell_conditional=[
+            {"if": {"column_id": c}, "textAlign": "right", "fontVariantNumeric": "tabular-nums"} for c in numeric
+        ],
+        style_data_conditional=style_data_conditional or [],
+        **kwargs,
+    )
+
+
+def csv_button(id: str, download_id: str | None = None, label: str = "Download CSV") -> html.Div:  # noqa: A002
+    """A download button (and its ``dcc.Download`` when ``download_id`` is given) for a page's table."""
+    children: list[Any] = [html.Button(["⤓ ", label], id=id, className="button button-secondary", n_clicks=0)]
+    if download_id:
+        children.append(dcc.Download(id=download_id))
+    return html.Div(children, className="csv-button")
+
+
+def csv_download(df: pd.DataFrame, filename: str) -> dict[str, Any]:
+    """The ``dcc.Download`` payload for ``df`` as a UTF-8 CSV file (what a CSV callback returns)."""
+    if not filename.endswith(".csv"):
+        filename += ".csv"
+    return dcc.send_data_frame(df.to_csv, filename, index=False)

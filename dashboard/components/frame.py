@@ -1,0 +1,409 @@
+"""The frame around every analytics page: navbar, date range, time zone, filter builder and chips, overview strip.
+
+Pure builders (no I/O). The callbacks that make the controls move live in ``dashboard/app.py``; a page only has to put
+``analytics_frame(view)`` at the top of its layout and take ``Input(ids.VIEW, "data")`` in its data callbacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from dash import dcc, html
+
+from dashboard import ids
+from dashboard.components.common import format_change, format_duration, format_number, format_percent
+from dashboard.state import FILTER_PARAMETERS, FILTER_TYPES, PRESETS, ViewState, today_in
+
+__all__ = [
+    "COMMON_ZONES",
+    "OVERVIEW_METRICS",
+    "analytics_frame",
+    "date_controls",
+    "filter_builder",
+    "filter_chips",
+    "filter_label",
+    "login_href",
+    "page_gate",
+    "nav_links",
+    "navbar",
+    "overview_strip",
+    "preset_of",
+    "waiting_for_zone",
+    "zone_options",
+]
+
+PRESET_LABELS = {"today": "Today", "7d": "7 days", "30d": "30 days", "90d": "90 days"}
+TYPE_LABELS = {
+    "equals": "is",
+    "not_equals": "is not",
+    "contains": "contains",
+    "not_contains": "does not contain",
+    "starts_with": "starts with",
+    "ends_with": "ends with",
+    "regex": "matches regex",
+    "not_regex": "does not match regex",
+    "is_null": "is empty",
+    "is_not_null": "is not empty",
+    "greater_than": ">",
+    "less_than": "<",
+    "greater_than_or_equal": "≥",
+    "less_than_or_equal": "≤",
+}
+PARAMETER_LABELS = {
+    "pathname": "Page",
+    "page_title": "Page title",
+    "hostname": "Hostname",
+    "querystring": "Query string",
+    "referrer": "Referrer",
+    "channel": "Channel",
+    "entry_page": "Entry page",
+    "exit_page": "Exit page",
+    "country": "Country",
+    "region": "Region",
+    "city": "City",
+    "language": "Language",
+    "browser": "Browser",
+    "browser_version": "Browser version",
+    "operating_system": "OS",
+    "operating_system_version": "OS version",
+    "device_type": "Device",
+    "dimensions": "Screen size",
+    "utm_source": "UTM source",
+    "utm_medium": "UTM medium",
+    "utm_campaign": "UTM campaign",
+    "utm_term": "UTM term",
+    "utm_content": "UTM content",
+    "event_name": "Event name",
+    "user_id": "User id",
+}
+# A short list first; any other IANA zone typed into the dropdown's search is accepted too (see zone_options).
+COMMON_ZONES = (
+    "UTC",
+    "Europe/London",
+    "Europe/Paris",
+    "Europe/Berlin",
+    "Europe/Madrid",
+    "Europe/Moscow",
+    "Africa/Johannesburg",
+    "Asia/Dubai",
+    "Asia/Kolkata",
+    "Asia/Singapore",
+    "Asia/Shanghai",
+    "Asia/Tokyo",
+    "Australia/Sydney",
+    "Pacific/Auckland",
+    "America/Sao_Paulo",
+    "America/New_York",
+    "America/Chicago",
+    "America/Denver",
+    "America/Los_Angeles",
+    "Pacific/Honolulu",
+)
+# (key on the Overview object, label, formatter, whether a rise is good)
+OVERVIEW_METRICS = (
+    ("sessions", "Sessions", format_number, True),
+    ("pageviews", "Pageviews", format_number, True),
+    ("users", "Users", format_number, True),
+    ("bounce_rate", "Bounce rate", format_percent, False),
+    ("session_duration", "Session duration", format_duration, True),
+)
+
+
+# --- navbar ----------------------------------------------------------------------------------------------------------
+def nav_links(pages: Iterable[Mapping[str, Any]], view: ViewState, active_path: str | None) -> list[Any]:
+    """Links to the pages registered with a ``nav_label``, keeping the site, dates, zone and filters of ``view``.
+
+    ``pages`` are ``dash.page_registry`` values; ``nav_scope`` "site" pages need a site, "org" pages carry ``org``.
+    """
+    keep = ViewState(
+        site_id=view.site_id,
+        start_date=view.start_date,
+        end_date=view.end_date,
+        time_zone=view.time_zone,
+        filters=view.filters,
+        org=view.org,
+    )
+    links = []
+    for page in sorted(pages, key=lambda p: (p.get("order") is None, p.get("order") or 0, p.get("name", ""))):
+        label = page.get("nav_label")
+        if not label:
+            continue
+        if page.get("nav_scope") == "site" and view.site_id is None:
+            continue
+        path = page["relative_path"]
+        active = active_path is not None and active_path.rstrip("/") == path.rstrip("/")
+        links.append(
+            dcc.Link(
+                label,
+                href=path + keep.to_search(),
+                className="nav-link active" if active else "nav-link",
+                id=f"nav-{page['path'].strip('/').replace('/', '-') or 'home'}",
+            )
+        )
+    return links
+
+
+def navbar() -> html.Header:
+    """The top bar: brand, page links (filled per URL), site picker, the signed-in person and sign-out."""
+    return html.Header(
+        html.Div(
+            [
+                dcc.Link([html.Span("◔", className="brand-mark"), "sitelens"], href="/", className="brand"),
+                html.Nav(id=ids.NAV_LINKS, className="nav-links"),
+                html.Div(
+                    [
+                        dcc.Dropdown(
+                            id=ids.SITE_PICKER,
+                            options=[],
+                            placeholder="Choose a site",
+                            clearable=False,
+                            searchable=True,
+                            className="site-picker",
+                        ),
+                        html.Span(id=ids.USER_EMAIL, className="user-email"),
+                        html.Button(
+                            "Sign out", id=ids.SIGN_OUT, n_clicks=0, className="button button-ghost", hidden=True
+                        ),
+                    ],
+                    className="nav-right",
+                ),
+            ],
+            className="navbar-inner",
+        ),
+        id=ids.NAVBAR,
+        className="navbar",
+    )
+
+
+# --- controls --------------------------------------------------------------------------------------------------------
+def preset_of(view: ViewState, today: Any = None) -> str | None:
+    """The preset (``today``, ``7d``...) whose range is exactly the view's, or None for a custom range."""
+    if view.start_date is None or view.end_date is None:
+        return None
+    end = today or today_in(view.time_zone)
+    if view.end_date != end:
+        return None
+    for preset, days in PRESETS.items():
+        if view.days == days:
+            return preset
+    return None
+
+
+def zone_options(current: str | None) -> list[dict[str, str]]:
+    """Dropdown options for the time zone: the common zones, plus the current one when it is not among them."""
+    zones = list(COMMON_ZONES)
+    if current and current not in zones:
+        zones.insert(0, current)
+    return [{"label": z.replace("_", " "), "value": z} for z in zones]
+
+
+def date_controls(view: ViewState, today: Any = None) -> html.Div:
+    """Presets, a custom range picker, step back/forward by the range's length, and the time zone selector."""
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Button("‹", id=ids.DATE_BACK, n_clicks=0, className="button button-icon", title="Previous"),
+                    dcc.RadioItems(
+                        id=ids.DATE_PRESET,
+                        options=[{"label": PRESET_LABELS[p], "value": p} for p in PRESETS],
+                        value=preset_of(view, today),
+                        className="segmented",
+                        inputClassName="segmented-input",
+                        labelClassName="segmented-label",
+                        inline=True,
+                    ),
+                    html.Button("›", id=ids.DATE_FORWARD, n_clicks=0, className="button button-icon", title="Next"),
+                ],
+                className="date-steps",
+            ),
+            dcc.DatePickerRange(
+                id=ids.DATE_RANGE,
+                start_date=view.start_date.isoformat() if view.start_date else None,
+                end_date=view.end_date.isoformat() if view.end_date else None,
+                display_format="D MMM YYYY",
+                first_day_of_week=1,
+                minimum_nights=0,
+                className="date-range",
+            ),
+            dcc.Dropdown(
+                id=ids.TIME_ZONE,
+                options=zone_options(view.time_zone),
+                value=view.time_zone,
+                clearable=False,
+                searchable=True,
+                className="zone-picker",
+            ),
+        ],
+        className="date-controls",
+    )
+
+
+def filter_label(spec: Mapping[str, Any]) -> str:
+    """A filter as a person reads it: ``Channel is Direct or Organic Search``."""
+    parameter = spec.get("parameter", "")
+    name = PARAMETER_LABELS.get(parameter) or (
+        f"Property {parameter[5:]}" if parameter.startswith("prop:") else parameter
+    )
+    kind = spec.get("type", "equals")
+    values = [("Direct" if parameter == "channel" and v == "" else str(v)) for v in spec.get("value", [])]
+    if kind in ("is_null", "is_not_null"):
+        return f"{name} {TYPE_LABELS[kind]}"
+    joiner = " and " if kind.startswith("not_") else " or "
+    return f"{name} {TYPE_LABELS.get(kind, kind)} {joiner.join(values)}"
+
+
+def filter_chips(filters: Sequence[Mapping[str, Any]]) -> html.Div:
+    """One removable chip per active filter (the × button's id carries the filter's position)."""
+    chips = [
+        html.Span(
+            [
+                html.Span(filter_label(spec), className="chip-text"),
+                html.Button(
+                    "×",
+                    id={"type": ids.FILTER_CHIP_REMOVE_TYPE, "index": position},
+                    n_clicks=0,
+                    className="chip-remove",
+                    title="Remove this filter",
+                    **{"aria-label": f"Remove filter {filter_label(spec)}"},
+                ),
+            ],
+            className="chip",
+        )
+        for position, spec in enumerate(filters)
+    ]
+    return html.Div(chips, id=ids.FILTER_CHIPS, className="chips")
+
+
+def filter_builder() -> html.Div:
+    """Parameter, comparison and values (comma-separated) of a new filter, with an Add button."""
+    return html.Div(
+        [
+            dcc.Dropdown(
+                id=ids.FILTER_PARAMETER,
+                options=[{"label": PARAMETER_LABELS[p], "value": p} for p in FILTER_PARAMETERS],
+                placeholder="Filter by…",
+                className="filter-parameter",
+            ),
+            dcc.Dropdown(
+                id=ids.FILTER_TYPE,
+                options=[{"label": TYPE_LABELS[t], "value": t} for t in FILTER_TYPES],
+                value="equals",
+                clearable=False,
+                className="filter-type",
+            ),
+            dcc.Input(
+                id=ids.FILTER_VALUE,
+                type="text",
+                placeholder="value, another value",
+                debounce=True,
+                className="input filter-value",
+            ),
+            html.Button("Add filter", id=ids.FILTER_ADD, n_clicks=0, className="button button-secondary"),
+        ],
+        className="filter-builder",
+    )
+
+
+def overview_strip(current: Any, previous: Any = None) -> html.Div:
+    """The overview numbers of the range, each with its change against the previous period of the same length.
+
+    ``current`` and ``previous`` are ``api_client.Overview`` objects or mappings with the same keys.
+    """
+
+    def value(source: Any, key: str) -> Any:
+        if source is None:
+            return None
+        return source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+
+    tiles = []
+    for key, label, fmt, rise_is_good in OVERVIEW_METRICS:
+        now, before = value(current, key), value(previous, key)
+        text, direction = format_change(now, before)
+        tone = "neutral"
+        if direction in ("up", "down"):
+            tone = "good" if (direction == "up") == rise_is_good else "bad"
+        tiles.append(
+            html.Div(
+                [
+                    html.Div(label, className="stat-label"),
+                    html.Div(fmt(now), className="stat-value", id=f"{ids.OVERVIEW}-{key}"),
+                    html.Div(
+                        text if direction != "none" else "no earlier data",
+                        className=f"stat-change stat-{direction} stat-{tone}",
+                        title="Change against the previous period of the same length",
+                    ),
+                ],
+                className="stat",
+            )
+        )
+    return html.Div(tiles, className="stats")
+
+
+def analytics_frame(view: ViewState, *, overview: bool = True, today: Any = None) -> html.Div:
+    """Everything above an analytics page's own content: controls, filter chips, overview strip, and the view store."""
+    children: list[Any] = [
+        dcc.Store(id=ids.VIEW, data=view.to_dict()),
+        html.Div([date_controls(view, today), filter_builder()], className="controls", id=ids.CONTROLS),
+        filter_chips(view.filters),
+    ]
+    if overview:
+        children.append(
+            html.Div(
+                dcc.Loading(
+                    html.Div(overview_strip(None), id=ids.OVERVIEW_BODY),
+                    type="dot",
+                    color="var(--accent)",
+                    delay_show=150,
+                ),
+                id=ids.OVERVIEW,
+                className="overview",
+            )
+        )
+    return html.Div(children, className="frame")
+
+
+def waiting_for_zone() -> html.Div:
+    """What a page shows for the moment before the browser has told us its time zone."""
+    return html.Div(html.Div(className="spinner"), className="waiting")
+
+
+def login_href(path: str, search: str = "", reason: str | None = None) -> str:
+    """The sign-in URL that comes back to ``path`` + ``search`` afterwards."""
+    from urllib.parse import urlencode
+
+    params = {"next": path + search}
+    if reason:
+        params["reason"] = reason
+    return "/login?" + urlencode(params)
+
+
+def page_gate(
+    auth: Mapping[str, Any] | None,
+    browser_zone: str | None,
+    path: str,
+    query: Mapping[str, Any],
+    *,
+    need_site: bool = True,
+) -> tuple[ViewState | None, Any]:
+    """Decide whether a signed-in analytics page can render: ``(view, None)``, or ``(None, what to show instead)``.
+
+    Not signed in -> a redirect to sign-in that comes back here; the browser zone not known yet (and none in the URL)
+    -> a spinner; no site in the URL -> a redirect to the site picker.
+    """
+    from dashboard.components.common import redirect
+    from dashboard.state import parse_view
+
+    raw = {k: v for k, v in query.items() if isinstance(v, str)}
+    if not (auth and auth.get("token")):
+        from urllib.parse import urlencode
+
+        search = "?" + urlencode(raw) if raw else ""
+        return None, redirect(login_href(path, search), "Sign in to continue")
+    if browser_zone is None and not raw.get("time_zone"):
+        return None, waiting_for_zone()
+    view = parse_view(raw, default_zone=browser_zone)
+    if need_site and view.site_id is None:
+        return None, redirect("/sites", "Choose a site")
+    return view, None

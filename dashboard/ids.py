@@ -1,0 +1,99 @@
+"""Every Dash component id of the dashboard, declared once.
+
+Ids read ``"<page>-<thing>"``. The frame's ids come first; each page appends its own section below.
+Pattern-matching ids are dicts whose ``"type"`` is one of the ``*_TYPE`` constants here.
+"""
+
+# --- frame (app shell, shared controls) -------------------------------------------------------------
+AUTH = "frame-auth"  # dcc.Store(session): {"token", "email"} of the signed-in person
+SHARE = "frame-share"  # dcc.Store(session): {"privateKey", "siteId"} of a private-link viewer
+BROWSER_ZONE = "frame-browser-zone"  # dcc.Store(local): the browser's IANA time zone, set by a clientside callback
+NAVIGATE = "frame-navigate"  # dcc.Location(refresh="callback-nav"): callbacks set "href"/"search" here to move
+NAVBAR = "frame-navbar"
+NAV_LINKS = "frame-nav-links"
+SIGN_OUT = "frame-sign-out"
+USER_EMAIL = "frame-user-email"
+SITE_PICKER = "frame-site-picker"
+MAIN = "frame-main"
+
+# Per analytics page: the resolved view of the URL (ViewState.to_dict()); page callbacks take it as Input.
+VIEW = "frame-view"
+CONTROLS = "frame-controls"
+DATE_PRESET = "frame-date-preset"
+DATE_RANGE = "frame-date-range"
+DATE_BACK = "frame-date-back"
+DATE_FORWARD = "frame-date-forward"
+TIME_ZONE = "frame-time-zone"
+FILTER_PARAMETER = "frame-filter-parameter"
+FILTER_TYPE = "frame-filter-type"
+FILTER_VALUE = "frame-filter-value"
+FILTER_ADD = "frame-filter-add"
+FILTER_CHIPS = "frame-filter-chips"
+FILTER_CHIP_REMOVE_TYPE = "frame-filter-chip-remove"  # {"type": ..., "index": position in ViewState.filters}
+OVERVIEW = "frame-overview"
+OVERVIEW_BODY = "frame-overview-body"
+
+# --- login --------------------------------------------------------------------------------------------
+LOGIN_EMAIL = "login-email"
+LOGIN_PASSWORD = "login-password"
+LOGIN_SUBMIT = "login-submit"
+LOGIN_MODE = "login-mode"  # "password" or "key"
+LOGIN_API_KEY = "login-api-key"
+LOGIN_MESSAGE = "login-message"
+LOGIN_NEXT = "login-next"
+
+# --- sites (site picker page) ---------------------------------------------------------------------------
+SITES_LIST = "sites-list"
+SITES_BODY = "sites-body"
+
+# --- goals ----------------------------------------------------------------------------------------------
+GOALS_TABLE = "goals-table"
+GOALS_BODY = "goals-body"
+GOALS_SORT = "goals-sort"
+GOALS_ORDER = "goals-order"
+GOALS_PAGER = "goals-pager"
+GOALS_CSV = "goals-csv"
+GOALS_CSV_DOWNLOAD = "goals-csv-download"
+GOALS_NEW = "goals-new"
+GOALS_FORM = "goals-form"
+GOALS_FORM_TITLE = "goals-form-title"
+GOALS_FORM_GOAL_ID = "goals-form-goal-id"
+GOALS_FORM_NAME = "goals-form-name"
+GOALS_FORM_TYPE = "goals-form-type"
+GOALS_FORM_PATH = "goals-form-path"
+GOALS_FORM_EVENT = "goals-form-event"
+GOALS_FORM_PROPERTY_KEY = "goals-form-property-key"
+GOALS_FORM_PROPERTY_VALUE = "goals-form-property-value"
+GOALS_FORM_PATH_FIELDS = "goals-form-path-fields"
+GOALS_FORM_EVENT_FIELDS = "goals-form-event-fields"
+GOALS_FORM_SAVE = "goals-form-save"
+GOALS_FORM_CANCEL = "goals-form-cancel"
+GOALS_FORM_MESSAGE = "goals-form-message"
+GOALS_FORM_ERROR_TYPE = "goals-form-error"  # {"type": ..., "field": "name" | "pathPattern" | ...}
+GOALS_ACTION_TYPE = "goals-action"  # {"type": ..., "action": "edit" | "clone" | "delete", "goal": goal_id}
+GOALS_DELETE_CONFIRM = "goals-delete-confirm"
+GOALS_DELETE_TARGET = "goals-delete-target"
+GOALS_DELETE_YES = "goals-delete-yes"
+GOALS_DELETE_NO = "goals-delete-no"
+GOALS_REFRESH = "goals-refresh"  # dcc.Store bumped after a write so the table reloads
+GOALS_STATUS = "goals-status"
+
+# --- goal sessions --------------------------------------------------------------------------------------
+GOAL_SESSIONS_TABLE = "goal-sessions-table"
+GOAL_SESSIONS_BODY = "goal-sessions-body"
+GOAL_SESSIONS_PAGER = "goal-sessions-pager"
+GOAL_SESSIONS_CSV = "goal-sessions-csv"
+GOAL_SESSIONS_CSV_DOWNLOAD = "goal-sessions-csv-download"
+
+# --- channel ranking ------------------------------------------------------------------------------------
+CHANNELS_GOAL = "channels-goal"
+CHANNELS_BODY = "channels-body"
+CHANNELS_TABLE = "channels-table"
+CHANNELS_CHART = "channels-chart"
+CHANNELS_CSV = "channels-csv"
+CHANNELS_CSV_DOWNLOAD = "channels-csv-download"
+
+# --- private-link view ----------------------------------------------------------------------------------
+SHARE_BODY = "share-body"
+SHARE_TABS = "share-tabs"
+SHARE_CONTENT = "share-content"

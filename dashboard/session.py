@@ -1,0 +1,159 @@
+"""Credentials and cached API calls for the dashboard.
+
+The signed-in person's credential lives in the browser, in ``dcc.Store(id=ids.AUTH, storage_type="session")`` as
+``{"token": ..., "email": ...}``; a private-link viewer has ``{"privateKey": ..., "siteId": ...}`` in
+``dcc.Store(id=ids.SHARE, storage_type="session")``. Callbacks turn those into an ``AnalyticsAPI`` with ``api_for`` and
+read through ``cached_call``, whose cache key holds the API address, the credential (hashed), the method and every
+argument, so two people never share an answer. ``invalidate`` after a write makes the writer see the change at once.
+
+The API address and the cache belong to the Flask server of the Dash app (``bind_server``), so several dashboards can
+live in one process (tests) and nothing connects at import time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import flask
+from flask_caching import Cache
+
+if TYPE_CHECKING:
+    from api_client import AnalyticsAPI
+
+__all__ = [
+    "DEFAULT_CACHE_CONFIG",
+    "SITE_METHODS",
+    "api_for",
+    "api_url",
+    "bind_server",
+    "cached_call",
+    "credential_of",
+    "invalidate",
+    "is_signed_in",
+]
+
+DEFAULT_CACHE_CONFIG: dict[str, Any] = {
+    "CACHE_TYPE": "SimpleCache",
+    "CACHE_DEFAULT_TIMEOUT": 60,
+    "CACHE_THRESHOLD": 5000,
+}
+# AnalyticsAPI methods whose first argument is a site id: their answers are dropped by invalidate(site_id).
+SITE_METHODS = frozenset(
+    {
+        "site",
+        "excluded_ips",
+        "excluded_countries",
+        "private_link_key",
+        "goals",
+        "goal_sessions",
+        "goal_breakdown",
+        "channel_ranking",
+        "error_names",
+        "error_events",
+        "error_time_series",
+        "metric",
+        "overview",
+        "overview_time_series",
+    }
+)
+_CONFIG_KEY = "SITELENS_API_URL"
+_EXTENSION = "sitelens"
+cache = Cache()
+_lock = threading.Lock()
+
+
+def bind_server(server: flask.Flask, api_url: str, cache_config: Mapping[str, Any] | None = None) -> None:
+    """Attach the API address and a response cache to the Dash app's Flask ``server``."""
+    server.config[_CONFIG_KEY] = api_url.rstrip("/")
+    cache.init_app(server, config={**DEFAULT_CACHE_CONFIG, **(cache_config or {})})
+    server.extensions[_EXTENSION] = {"api": None}
+
+
+def api_url() -> str:
+    """The API base address (``.../api``) of the dashboard serving the current request."""
+    return flask.current_app.config[_CONFIG_KEY]
+
+
+def _base_api() -> AnalyticsAPI:
+    """One credential-less client per dashboard; ``with_credentials`` copies share its connection pool."""
+    from api_client import AnalyticsAPI
+
+    state = flask.current_app.extensions[_EXTENSION]
+    with _lock:
+        if state["api"] is None:
+            state["api"] = AnalyticsAPI(base_url=api_url())
+        return state["api"]
+
+
+def is_signed_in(auth: Mapping[str, Any] | None) -> bool:
+    """True when the auth store holds a credential."""
+    return bool(auth and auth.get("token"))
+
+
+def api_for(auth: Mapping[str, Any] | None, share: Mapping[str, Any] | None = None) -> AnalyticsAPI:
+    """A client carrying the person's credential: the sign-in token, else the private-link key, else none."""
+    token = auth.get("token") if auth else None
+    key = share.get("privateKey") if share and not token else None
+    return _base_api().with_credentials(token=token or None, private_key=key or None)
+
+
+def credential_of(api: Any) -> str:
+    """A short fingerprint of the client's credential (never the credential itself) for cache keys."""
+    token = getattr(api, "token", None) or ""
+    key = getattr(api, "private_key", None) or ""
+    return hashlib.sha256(f"{token}\x00{key}".encode()).hexdigest()[:32]
+
+
+def _generation(name: str) -> int:
+    return cache.get(f"sitelens:gen:{name}") or 0
+
+
+def _bump(name: str) -> None:
+    # A new generation makes every older key unreachable; SimpleCache then ages the old entries out.
+    cache.set(f"sitelens:gen:{name}", _generation(name) + 1, timeout=0)
+
+
+def _key(api: Any, method_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    site = str(args[0]) if method_name in SITE_METHODS and args else None
+    scope = f"site:{site}" if site is not None else "lists"
+    generations = [_generation("all"), _generation(scope)]
+    material = json.dumps(
+        [
+            getattr(api, "base_url", None) and str(api.base_url),
+            credential_of(api),
+            method_name,
+            [repr(a) for a in args],
+            sorted((k, repr(v)) for k, v in kwargs.items()),
+            generations,
+        ]
+    )
+    return "sitelens:call:" + hashlib.sha256(material.encode()).hexdigest()
+
+
+def cached_call(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) -> Any:
+    """``getattr(api, method_name)(*args, **kwargs)``, answered from the cache when the same call ran recently.
+
+    Failures are never cached: the exception propagates to the page, which shows ``error_view(exc)``.
+    """
+    key = _key(api, method_name, args, kwargs)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    value = getattr(api, method_name)(*args, **kwargs)
+    if value is not None:
+        cache.set(key, value)
+    return value
+
+
+def invalidate(site_id: int | str | None = None) -> None:
+    """Forget cached answers after a write: those of one site (and site lists), or all when ``site_id`` is None."""
+    if site_id is None:
+        _bump("all")
+    else:
+        _bump(f"site:{site_id}")
+        # Site lists (organizations, org_sites, usage) show the site too.
+        _bump("lists")
