@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from api_backend.routes import accounts, health, organizations, sites, track
+from api_backend.routes import (
+    accounts,
+    errors,
+    funnels,
+    goals,
+    health,
+    metric,
+    organizations,
+    overview,
+    sites,
+    track,
+    usage,
+)
 
 __all__ = ["ROUTERS"]
 
@@ -11,5 +23,11 @@ ROUTERS = [
     accounts.router,
     organizations.router,
     sites.router,
+    goals.router,
+    errors.router,
+    usage.router,
+    metric.router,
+    overview.router,
+    funnels.router,
     track.router,
 ]

@@ -1,0 +1,89 @@
+"""Time buckets aligned in the request's zone, and the gap fill of a time series.
+
+The engine groups rows by the wall-clock start of their bucket in ``time_zone``; this module lists every
+bucket of the window the same way (so empty buckets get zeros) and turns a wall-clock bucket start into
+the ISO UTC instant the API returns. On the repeated hour of a DST change both UTC hours fall in one
+local bucket, whose start is the first of the two instants.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from api_backend.errors import InvalidRequestError
+from api_backend.query.window import Window, to_local, to_utc
+
+__all__ = ["BUCKETS", "MAX_BUCKETS", "bucket_floor", "bucket_starts", "next_bucket", "parse_bucket"]
+
+BUCKETS = ("minute", "five_minutes", "ten_minutes", "fifteen_minutes", "hour", "day", "week", "month", "year")
+_MINUTES = {"minute": 1, "five_minutes": 5, "ten_minutes": 10, "fifteen_minutes": 15, "hour": 60}
+MAX_BUCKETS = 10_000
+
+
+def parse_bucket(value: str | None, default: str = "hour") -> str:
+    """A bucket name (empty means ``default``), else 400."""
+    if not value:
+        return default
+    if value not in BUCKETS:
+        raise InvalidRequestError.for_field("bucket", f"unknown bucket {value!r}; use one of {', '.join(BUCKETS)}")
+    return value
+
+
+def bucket_floor(local: datetime, bucket: str) -> datetime:
+    """Start of the bucket holding the wall-clock time ``local`` (weeks start on Monday)."""
+    if bucket in _MINUTES:
+        if bucket == "hour":
+            return local.replace(minute=0, second=0, microsecond=0)
+        step = _MINUTES[bucket]
+        return local.replace(minute=local.minute - local.minute % step, second=0, microsecond=0)
+    day = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    if bucket == "day":
+        return day
+    if bucket == "week":
+        return day - timedelta(days=day.weekday())
+    if bucket == "month":
+        return day.replace(day=1)
+    return day.replace(month=1, day=1)
+
+
+def next_bucket(start: datetime, bucket: str) -> datetime:
+    """The wall-clock start of the bucket after the one starting at ``start``."""
+    if bucket in _MINUTES:
+        return start + timedelta(minutes=_MINUTES[bucket])
+    if bucket == "day":
+        return start + timedelta(days=1)
+    if bucket == "week":
+        return start + timedelta(days=7)
+    if bucket == "month":
+        return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    return start.replace(year=start.year + 1)
+
+
+def bucket_starts(
+    window: Window, bucket: str, first: datetime | None = None, last: datetime | None = None
+) -> list[datetime]:
+    """Every wall-clock bucket start of the window (all time: from ``first`` to ``last`` data bucket)."""
+    zone = window.zone
+    if window.start is not None and window.end is not None:
+        if window.end < window.start or (window.end == window.start and not window.include_end):
+            return []
+        lo = bucket_floor(to_local(window.start, zone), bucket)
+        end_local = to_local(window.end, zone)
+        # The end bound is exclusive unless the window runs "up to now".
+        hi = bucket_floor(end_local if window.include_end else end_local - timedelta(microseconds=1), bucket)
+    elif first is not None and last is not None:
+        lo, hi = first, last
+    else:
+        return []
+    starts: list[datetime] = []
+    current = lo
+    while current <= hi:
+        # A wall-clock start skipped by a DST jump (02:00 on a spring-forward day) is not a bucket.
+        if bucket not in _MINUTES or to_local(to_utc(current, zone), zone) == current:
+            starts.append(current)
+        if len(starts) > MAX_BUCKETS:
+            raise InvalidRequestError.for_field(
+                "bucket", f"the window has more than {MAX_BUCKETS} buckets of this size; choose a larger bucket"
+            )
+        current = next_bucket(current, bucket)
+    return starts

@@ -1,0 +1,75 @@
+"""Error queries: messages ranked by occurrences, the occurrences of one message, and its time series.
+
+Error rows are ``type = 'error'`` events with a non-empty class name (``event_name``) and ``props.message``.
+Page and device filters apply to the error rows themselves; the other filters select sessions.
+"""
+
+from __future__ import annotations
+
+from api_backend.query.filters import ERROR_ROW_PARAMETERS
+from api_backend.query.scope import Scope, scope_ctes
+from api_backend.query.sql import Dialect, Params, Query, json_path, paged_select
+
+__all__ = ["build_error_events_query", "build_error_names_query", "build_error_series_query", "error_scope"]
+
+
+def error_scope(scope: Scope) -> Scope:
+    """The same scope with page and device filters applied to the error rows."""
+    return Scope(scope.site_ids, scope.window, scope.filters, ERROR_ROW_PARAMETERS)
+
+
+def _prop(d: Dialect, p: Params, key: str) -> str:
+    return d.json_string("props", p.add(json_path(key)))
+
+
+def build_error_names_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
+    """Rows ``(total_count, value, errorName, count, sessionCount, occurrences, rn)``, most frequent first.
+
+    ``occurrences`` is every matching error in the window (the percentage denominator).
+    """
+    p = Params()
+    ctes = scope_ctes(error_scope(scope), d, p)
+    sql = f"""{ctes},
+er AS (SELECT session_id, event_name, {_prop(d, p, "message")} AS msg FROM fe WHERE type = 'error'),
+g AS (SELECT msg AS value, min(event_name) AS "errorName", count(*) AS count,
+             count(DISTINCT session_id) AS "sessionCount", sum(count(*)) OVER () AS occurrences
+      FROM er WHERE msg <> '' AND event_name <> '' GROUP BY msg),
+{paged_select("g", "count DESC, value", limit, offset, p)}"""
+    return p.query(sql)
+
+
+def build_error_events_query(scope: Scope, message: str, limit: int, offset: int, d: Dialect) -> Query:
+    """The occurrences of ``message``, newest first, with ``total_count``."""
+    p = Params()
+    ctes = scope_ctes(error_scope(scope), d, p)
+
+    def number(*keys: str) -> str:
+        casts = [f"TRY_CAST({d.to_double(f'nullif({_prop(d, p, k)}, {chr(39)}{chr(39)})')} AS BIGINT)" for k in keys]
+        return f"coalesce({', '.join(casts)})"
+
+    sql = f"""{ctes},
+ev AS (
+  SELECT timestamp, session_id,
+    CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END AS user_id,
+    pathname, hostname, page_title, referrer, browser, browser_version, operating_system,
+    operating_system_version, device_type, country, region, city, event_name AS "errorName",
+    {_prop(d, p, "message")} AS message,
+    {_prop(d, p, "stack")} AS stack,
+    coalesce(nullif({_prop(d, p, "fileName")}, ''), {_prop(d, p, "filename")}) AS "fileName",
+    {number("lineNumber", "lineno")} AS "lineNumber",
+    {number("columnNumber", "colno")} AS "columnNumber"
+  FROM fe WHERE type = 'error' AND {_prop(d, p, "message")} = {p.add(message)}),
+{paged_select("ev", "timestamp DESC, session_id", limit, offset, p)}"""
+    return p.query(sql)
+
+
+def build_error_series_query(scope: Scope, message: str, bucket: str, d: Dialect) -> Query:
+    """Rows ``(bucket_start_local, error_count)`` ordered by time (no gap fill; the caller fills)."""
+    p = Params()
+    ctes = scope_ctes(error_scope(scope), d, p)
+    local = d.local_time("timestamp", p.add(scope.window.time_zone))
+    sql = f"""{ctes}
+SELECT {d.bucket(local, bucket)} AS bucket, count(*) AS error_count
+FROM fe WHERE type = 'error' AND {_prop(d, p, "message")} = {p.add(message)}
+GROUP BY 1 ORDER BY 1"""
+    return p.query(sql)

@@ -1,0 +1,346 @@
+"""``filters``: a JSON array of ``{parameter, type, value: [...]}`` turned into SQL conditions.
+
+A filter selects **sessions** (peer-read section 2.4): each session gets one value per session-level
+parameter (computed over its in-window events), or is tested for "any in-window event matches" for the
+event-level parameters. Error routes apply page and device parameters to the error rows instead.
+
+Per-session values (one definition, shared with ``metric`` and the goal breakdown so that a
+``channel equals X`` filter selects exactly the sessions that ``metric?parameter=channel`` counts under X):
+
+- ``channel``: the channel of the earliest in-window event whose channel is not direct ('', ``Direct``,
+  ``Internal``), else the first event's channel ('' = direct; ``"Direct"`` is accepted as a synonym in filters);
+- ``entry_page`` / ``exit_page``: pathname of the first / last in-window pageview ('' if none);
+- ``user_id``: the identified id if the session has one, else the (last) visitor id;
+- every other session-level parameter: the first non-empty value of its column expression.
+
+Values of one filter OR together (AND for the negative types ``not_equals, not_contains, not_regex``);
+filters AND together. Values are always bound; column expressions come from a fixed whitelist.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from api_backend.errors import InvalidRequestError
+from api_backend.query.sql import Dialect, Params, json_path
+
+__all__ = [
+    "ANY_EVENT_PARAMETERS",
+    "ERROR_ROW_PARAMETERS",
+    "FILTER_TYPES",
+    "PARAMETERS",
+    "SESSION_CHANNEL",
+    "Filter",
+    "compare",
+    "parse_filters",
+    "parse_parameter",
+    "row_expression",
+    "session_condition",
+    "session_value",
+    "validate_regex",
+]
+
+SESSION_PARAMETERS = frozenset(
+    {
+        "browser",
+        "browser_version",
+        "operating_system",
+        "operating_system_version",
+        "device_type",
+        "language",
+        "country",
+        "region",
+        "city",
+        "dimensions",
+        "hostname",
+        "referrer",
+        "channel",
+        "utm_source",
+        "utm_medium",
+        "utm_campaign",
+        "utm_term",
+        "utm_content",
+        "entry_page",
+        "exit_page",
+        "user_id",
+    }
+)
+ANY_EVENT_PARAMETERS = frozenset({"pathname", "page_title", "querystring", "event_name"})
+PARAMETERS = SESSION_PARAMETERS | ANY_EVENT_PARAMETERS
+# Parameters that error routes apply to the error events themselves.
+ERROR_ROW_PARAMETERS = frozenset(
+    {
+        "hostname",
+        "browser",
+        "browser_version",
+        "operating_system",
+        "operating_system_version",
+        "language",
+        "country",
+        "region",
+        "city",
+        "device_type",
+        "pathname",
+        "page_title",
+        "querystring",
+        "dimensions",
+    }
+)
+FILTER_TYPES = (
+    "equals",
+    "not_equals",
+    "contains",
+    "not_contains",
+    "starts_with",
+    "ends_with",
+    "regex",
+    "not_regex",
+    "is_null",
+    "is_not_null",
+    "greater_than",
+    "less_than",
+    "greater_than_or_equal",
+    "less_than_or_equal",
+)
+NUMERIC_TYPES = {"greater_than": ">", "less_than": "<", "greater_than_or_equal": ">=", "less_than_or_equal": "<="}
+# For "any event" parameters a negative type means "no event matches the positive form".
+POSITIVE_OF = {"not_equals": "equals", "not_contains": "contains", "not_regex": "regex", "is_null": "is_not_null"}
+
+PROP_PREFIX = "prop:"
+_PROP_KEY = re.compile(r'^[^"\\\x00-\x1f]{1,100}$')
+MAX_REGEX = 500
+MAX_FILTERS = 50
+MAX_VALUES = 100
+
+SESSION_CHANNEL = (
+    "coalesce(arg_min(channel, timestamp) FILTER (WHERE channel NOT IN ('', 'Direct', 'Internal')), "
+    "arg_min(channel, timestamp))"
+)
+
+# Row-level expression of each parameter (over one event); entry/exit pages exist only per session.
+_ROW_EXPR = {
+    "browser": "browser",
+    "operating_system": "operating_system",
+    "device_type": "device_type",
+    "language": "language",
+    "country": "country",
+    "region": "region",
+    "city": "city",
+    "hostname": "hostname",
+    "channel": "channel",
+    "utm_source": "utm_source",
+    "utm_medium": "utm_medium",
+    "utm_campaign": "utm_campaign",
+    "utm_term": "utm_term",
+    "utm_content": "utm_content",
+    "pathname": "pathname",
+    "page_title": "page_title",
+    "querystring": "querystring",
+    "event_name": "event_name",
+    "browser_version": "CASE WHEN browser_version <> '' THEN browser || ' ' || browser_version ELSE '' END",
+    "operating_system_version": (
+        "CASE WHEN operating_system_version <> '' THEN operating_system || ' ' || operating_system_version ELSE '' END"
+    ),
+    "dimensions": (
+        "CASE WHEN screen_width > 0 AND screen_height > 0 "
+        "THEN CAST(screen_width AS VARCHAR) || 'x' || CAST(screen_height AS VARCHAR) ELSE '' END"
+    ),
+    # The referrer's host without a leading "www.", as the peer reports it.
+    "referrer": (
+        "lower(regexp_replace(regexp_extract(referrer, '^(?:[A-Za-z][A-Za-z0-9+.-]*://)?([^/?#:]*)', 1), "
+        "'^www\\.', ''))"
+    ),
+    "user_id": "CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END",
+}
+
+
+@dataclass(frozen=True)
+class Filter:
+    """One validated filter: ``values`` are strings (numbers for the numeric types)."""
+
+    parameter: str
+    type: str
+    values: tuple[str | float, ...]
+
+    @property
+    def prop_key(self) -> str | None:
+        return self.parameter[len(PROP_PREFIX) :] if self.parameter.startswith(PROP_PREFIX) else None
+
+    @property
+    def is_session_level(self) -> bool:
+        """Compared against one value per session (else: any in-window event matches)."""
+        return self.parameter in SESSION_PARAMETERS
+
+
+def parse_parameter(name: object, field: str = "parameter", *, allow_prop: bool = True) -> str:
+    """A known parameter name (or ``prop:<key>``), else 400."""
+    if not isinstance(name, str) or not name:
+        raise InvalidRequestError.for_field(field, "must be a parameter name")
+    if name in PARAMETERS:
+        return name
+    if allow_prop and name.startswith(PROP_PREFIX) and _PROP_KEY.match(name[len(PROP_PREFIX) :]):
+        return name
+    allowed = ", ".join(sorted(PARAMETERS)) + (", prop:<key>" if allow_prop else "")
+    raise InvalidRequestError.for_field(field, f"unknown parameter {name!r}; use one of {allowed}")
+
+
+_REJECTED_REGEX = (
+    (re.compile(r"\(\?<?[=!]"), "look-around is not supported"),
+    (re.compile(r"\\[1-9]|\(\?P=|\\k<"), "back-references are not supported"),
+    (re.compile(r"\(\?>|[*+?}]\+"), "atomic groups and possessive quantifiers are not supported"),
+    (re.compile(r"\\Z"), "\\Z is not supported (use $)"),
+)
+
+
+def validate_regex(pattern: object, field: str) -> str:
+    """A regex RE2 accepts: non-empty, at most 500 characters, compiles, no look-around or back-references."""
+    if not isinstance(pattern, str) or not pattern:
+        raise InvalidRequestError.for_field(field, "the regular expression must be a non-empty string")
+    if len(pattern) > MAX_REGEX:
+        raise InvalidRequestError.for_field(field, f"the regular expression is longer than {MAX_REGEX} characters")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise InvalidRequestError.for_field(field, f"invalid regular expression: {exc}") from None
+    for rule, reason in _REJECTED_REGEX:
+        if rule.search(pattern):
+            raise InvalidRequestError.for_field(field, f"invalid regular expression: {reason}")
+    return pattern
+
+
+def _value_text(value: object, field: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, str):
+        return value
+    raise InvalidRequestError.for_field(field, "each value must be a string or a number")
+
+
+def _parse_one(index: int, item: object) -> Filter:
+    where = f"filters[{index}]"
+    if not isinstance(item, dict):
+        raise InvalidRequestError.for_field(where, "each filter must be an object {parameter, type, value}")
+    parameter = parse_parameter(item.get("parameter"), f"{where}.parameter")
+    ftype = item.get("type")
+    if ftype not in FILTER_TYPES:
+        raise InvalidRequestError.for_field(
+            f"{where}.type", f"unknown filter type {ftype!r}; use one of {', '.join(FILTER_TYPES)}"
+        )
+    raw = item.get("value", [])
+    if not isinstance(raw, list):
+        raw = [raw]
+    if len(raw) > MAX_VALUES:
+        raise InvalidRequestError.for_field(f"{where}.value", f"at most {MAX_VALUES} values per filter")
+    if ftype in ("is_null", "is_not_null"):
+        return Filter(parameter, ftype, ())
+    if not raw:
+        raise InvalidRequestError.for_field(f"{where}.value", "needs at least one value")
+    if ftype in NUMERIC_TYPES:
+        numbers: list[float] = []
+        for j, value in enumerate(raw):
+            try:
+                number = float(value) if not isinstance(value, bool) else math.nan
+            except (TypeError, ValueError):
+                number = math.nan
+            if not math.isfinite(number):
+                raise InvalidRequestError.for_field(f"{where}.value[{j}]", f"{ftype} needs numeric values")
+            numbers.append(number)
+        return Filter(parameter, ftype, tuple(numbers))
+    values = [_value_text(v, f"{where}.value[{j}]") for j, v in enumerate(raw)]
+    if ftype in ("regex", "not_regex"):
+        for j, value in enumerate(values):
+            validate_regex(value, f"{where}.value[{j}]")
+    if parameter == "channel":
+        # Direct traffic is stored as ''; "Direct" is the synonym people type.
+        values = ["" if v == "Direct" else v for v in values]
+    return Filter(parameter, ftype, tuple(values))
+
+
+def parse_filters(text: str | None) -> tuple[Filter, ...]:
+    """Validate the ``filters`` query value (a JSON array); empty or absent means no filter."""
+    if text is None or not text.strip():
+        return ()
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InvalidRequestError.for_field("filters", "is not valid JSON") from None
+    if not isinstance(data, list):
+        raise InvalidRequestError.for_field("filters", "must be a JSON array of {parameter, type, value}")
+    if len(data) > MAX_FILTERS:
+        raise InvalidRequestError.for_field("filters", f"at most {MAX_FILTERS} filters")
+    return tuple(_parse_one(i, item) for i, item in enumerate(data))
+
+
+def row_expression(parameter: str, d: Dialect, p: Params) -> str:
+    """The per-event SQL expression of ``parameter`` (``prop:<key>`` reads the event's property)."""
+    if parameter.startswith(PROP_PREFIX):
+        return d.json_string("props", p.add(json_path(parameter[len(PROP_PREFIX) :])))
+    if parameter not in _ROW_EXPR:
+        raise ValueError(f"{parameter} has no per-event expression")
+    return _ROW_EXPR[parameter]
+
+
+def session_value(parameter: str, d: Dialect, p: Params) -> str:
+    """The aggregate giving a session's one value of a session-level ``parameter`` (see module docstring)."""
+    if parameter == "channel":
+        return SESSION_CHANNEL
+    if parameter == "entry_page":
+        return "coalesce(arg_min(pathname, timestamp) FILTER (WHERE type = 'pageview'), '')"
+    if parameter == "exit_page":
+        return "coalesce(arg_max(pathname, timestamp) FILTER (WHERE type = 'pageview'), '')"
+    if parameter == "user_id":
+        return (
+            "coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''), "
+            "arg_max(user_id, timestamp))"
+        )
+    expr = row_expression(parameter, d, p)
+    return f"coalesce(arg_min({expr}, timestamp) FILTER (WHERE {expr} <> ''), '')"
+
+
+def _join(parts: Iterable[str], op: str) -> str:
+    items = list(parts)
+    return items[0] if len(items) == 1 else "(" + f" {op} ".join(items) + ")"
+
+
+def compare(expr: str, ftype: str, values: tuple[str | float, ...], d: Dialect, p: Params) -> str:
+    """``expr`` tested by one filter type; never NULL."""
+    if ftype == "is_null":
+        return f"({expr} IS NULL OR {expr} = '')"
+    if ftype == "is_not_null":
+        return f"({expr} IS NOT NULL AND {expr} <> '')"
+    if ftype == "equals":
+        return f"{expr} IN ({', '.join(p.add(v) for v in values)})"
+    if ftype == "not_equals":
+        return f"{expr} NOT IN ({', '.join(p.add(v) for v in values)})"
+    if ftype in NUMERIC_TYPES:
+        op = NUMERIC_TYPES[ftype]
+        return _join((f"coalesce({d.to_double(expr)} {op} {p.add(v)}, false)" for v in values), "OR")
+    positive = {"contains": d.contains, "starts_with": d.starts_with, "ends_with": d.ends_with}
+    if ftype in positive:
+        return _join((positive[ftype](expr, p.add(v)) for v in values), "OR")
+    if ftype == "not_contains":
+        return _join((f"NOT {d.contains(expr, p.add(v))}" for v in values), "AND")
+    if ftype == "regex":
+        return _join((d.regex_search(expr, p.add(v)) for v in values), "OR")
+    if ftype == "not_regex":
+        return _join((f"NOT {d.regex_search(expr, p.add(v))}" for v in values), "AND")
+    raise ValueError(ftype)
+
+
+def session_condition(f: Filter, d: Dialect, p: Params) -> str:
+    """An aggregate condition (for ``HAVING`` over a session's in-window events) true when the session qualifies."""
+    if f.is_session_level:
+        return compare(session_value(f.parameter, d, p), f.type, f.values, d, p)
+    expr = row_expression(f.parameter, d, p)
+    scope = "type = 'custom_event' AND " if f.prop_key is not None else ""
+    if f.type in POSITIVE_OF:
+        return f"NOT coalesce(bool_or({scope}{compare(expr, POSITIVE_OF[f.type], f.values, d, p)}), false)"
+    return f"coalesce(bool_or({scope}{compare(expr, f.type, f.values, d, p)}), false)"

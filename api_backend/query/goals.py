@@ -1,0 +1,202 @@
+"""Goal conditions and the goal queries: the goals list, a goal's sessions, and the per-value breakdown.
+
+Matching rules (peer-read section 5.6):
+
+- ``path``: a pageview whose pathname matches the pattern, anchored and case-sensitive, where
+  ``*`` is one or more characters except ``/`` and ``**`` is any characters (possibly none);
+- ``event``: a ``custom_event`` with exactly that name; property filters must all hold on that same event
+  (numbers compare numerically, booleans as ``true``/``false``, anything else as text);
+- ``outbound``, ``button_click``, ``form_submit``, ``copy``: an event of that type whose ``props.url`` /
+  ``props.text`` / ``props.formName|formId|formAction`` matches ``valuePattern`` (``*`` = ``.+``, ``**`` = ``.*``;
+  blank matches every event of the type).
+
+A session converts when at least one of its in-window events matches; it counts once however often.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from api_backend.query.filters import SESSION_CHANNEL
+from api_backend.query.metric import keeps_empty_value, session_values_sql
+from api_backend.query.scope import Scope, scope_ctes
+from api_backend.query.sql import Dialect, Params, Query, json_path, paged_select
+
+__all__ = [
+    "GoalSpec",
+    "build_goal_breakdown_query",
+    "build_goal_sessions_query",
+    "build_goals_query",
+    "goal_condition",
+    "path_pattern_regex",
+    "value_pattern_regex",
+]
+
+_REGEX_SPECIAL = set(".^$+?()[]{}|\\")
+_VALUE_FIELDS = {
+    "outbound": ("url",),
+    "button_click": ("text",),
+    "copy": ("text",),
+    "form_submit": ("formName", "formId", "formAction"),
+}
+
+
+@dataclass(frozen=True)
+class GoalSpec:
+    """What a goal matches, independent of how goals are stored."""
+
+    goal_id: int
+    goal_type: str
+    config: Mapping[str, Any]
+
+
+def _pattern_regex(pattern: str, single: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        out.append(single if ch == "*" else ("\\" + ch if ch in _REGEX_SPECIAL else ch))
+        i += 1
+    return "".join(out)
+
+
+def path_pattern_regex(pattern: str) -> str:
+    """The full-match regex of a path pattern: ``*`` = ``[^/]+``, ``**`` = ``.*``, everything else literal."""
+    return _pattern_regex(pattern, "[^/]+")
+
+
+def value_pattern_regex(pattern: str) -> str:
+    """The full-match regex of an autocapture value pattern: ``*`` = ``.+``, ``**`` = ``.*``."""
+    return _pattern_regex(pattern.strip(), ".+")
+
+
+def _property_condition(key: str, value: Any, d: Dialect, p: Params) -> str:
+    text = d.json_string("props", p.add(json_path(key)))
+    if isinstance(value, bool):
+        return f"{text} = {p.add('true' if value else 'false')}"
+    if isinstance(value, int | float):
+        return f"coalesce({d.to_double(text)} = {p.add(float(value))}, false)"
+    return f"{text} = {p.add(str(value))}"
+
+
+def _property_filters(config: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    filters = [(f["key"], f["value"]) for f in config.get("propertyFilters") or []]
+    if not filters and config.get("eventPropertyKey") and config.get("eventPropertyValue") is not None:
+        filters = [(config["eventPropertyKey"], config["eventPropertyValue"])]
+    return filters
+
+
+def goal_condition(
+    goal_type: str, config: Mapping[str, Any], d: Dialect, p: Params, hostname: str | None = None
+) -> str:
+    """A per-event SQL condition true for events that complete the goal (or funnel step)."""
+    parts: list[str] = []
+    if goal_type == "path":
+        parts += ["type = 'pageview'", d.regex_full("pathname", p.add(path_pattern_regex(config["pathPattern"])))]
+    elif goal_type == "event":
+        parts += ["type = 'custom_event'", f"event_name = {p.add(config['eventName'])}"]
+    else:
+        parts.append(f"type = {p.add(goal_type)}")
+        pattern = (config.get("valuePattern") or "").strip()
+        if pattern:
+            regex = p.add(value_pattern_regex(pattern))
+            fields = [
+                d.regex_full(d.json_string("props", p.add(json_path(f))), regex) for f in _VALUE_FIELDS[goal_type]
+            ]
+            parts.append(fields[0] if len(fields) == 1 else "(" + " OR ".join(fields) + ")")
+    if goal_type != "path":
+        parts += [_property_condition(k, v, d, p) for k, v in _property_filters(config)]
+    if hostname:
+        parts.append(f"hostname = {p.add(hostname)}")
+    return "(" + " AND ".join(parts) + ")"
+
+
+def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
+    """One row: ``sessions`` then ``g0, g1, ...`` = converted sessions of each goal, in ``goals`` order."""
+    p = Params()
+    ctes = scope_ctes(scope, d, p)
+    flags = "".join(f", bool_or({goal_condition(g.goal_type, g.config, d, p)}) AS g{i}" for i, g in enumerate(goals))
+    counts = "".join(f", count(*) FILTER (WHERE g{i}) AS g{i}" for i in range(len(goals)))
+    sql = f"""{ctes},
+per AS (SELECT session_id{flags} FROM fe GROUP BY session_id)
+SELECT count(*) AS sessions{counts} FROM per"""
+    return p.query(sql)
+
+
+def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect) -> Query:
+    """The converted sessions, newest ``session_end`` first, with ``total_count`` (one row even past the end)."""
+    p = Params()
+    ctes = scope_ctes(scope, d, p)
+    condition = goal_condition(goal.goal_type, goal.config, d, p)
+
+    def last(col: str) -> str:
+        return f"arg_max({col}, timestamp) AS {col}"
+
+    def first_set(col: str) -> str:
+        return f"coalesce(arg_min({col}, timestamp) FILTER (WHERE {col} <> ''), '') AS {col}"
+
+    last_cols = ", ".join(
+        last(c)
+        for c in (
+            "country",
+            "region",
+            "city",
+            "language",
+            "device_type",
+            "browser",
+            "browser_version",
+            "operating_system",
+            "operating_system_version",
+            "screen_width",
+            "screen_height",
+        )
+    )
+    first_cols = ", ".join(
+        first_set(c) for c in ("referrer", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
+    )
+    sql = f"""{ctes},
+conv AS (SELECT session_id FROM fe GROUP BY session_id HAVING bool_or({condition})),
+s AS (
+  SELECT session_id,
+    coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''),
+             arg_max(user_id, timestamp)) AS user_id,
+    {last_cols},
+    {first_cols},
+    arg_min(hostname, timestamp) AS hostname,
+    {SESSION_CHANNEL} AS channel,
+    coalesce(arg_min(pathname, timestamp) FILTER (WHERE type = 'pageview'), '') AS entry_page,
+    coalesce(arg_max(pathname, timestamp) FILTER (WHERE type = 'pageview'), '') AS exit_page,
+    count(*) FILTER (WHERE type = 'pageview') AS pageviews,
+    count(*) FILTER (WHERE type = 'custom_event') AS events,
+    count(*) FILTER (WHERE type = 'error') AS errors,
+    count(*) FILTER (WHERE type = 'outbound') AS outbound,
+    min(timestamp) AS session_start,
+    max(timestamp) AS session_end
+  FROM fe WHERE session_id IN (SELECT session_id FROM conv)
+  GROUP BY session_id),
+{paged_select("s", "session_end DESC, session_id", limit, offset, p)}"""
+    return p.query(sql)
+
+
+def build_goal_breakdown_query(scope: Scope, goal: GoalSpec, parameter: str, d: Dialect) -> Query:
+    """Rows ``(total_sessions, total_conversions, value, sessions, conversions)``; one row even with no value."""
+    p = Params()
+    ctes = scope_ctes(scope, d, p)
+    condition = goal_condition(goal.goal_type, goal.config, d, p)
+    keep = "" if keeps_empty_value(parameter) else "WHERE sv.value <> ''"
+    sql = f"""{ctes},
+conv AS (SELECT session_id, bool_or({condition}) AS converted FROM fe GROUP BY session_id),
+grouped AS (
+  SELECT sv.value, count(*) AS sessions, count(*) FILTER (WHERE conv.converted) AS conversions
+  FROM ({session_values_sql(parameter, d, p)}) AS sv JOIN conv USING (session_id) {keep}
+  GROUP BY sv.value),
+totals AS (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions FROM conv)
+SELECT t.total_sessions, t.total_conversions, g.value, g.sessions, g.conversions
+FROM totals AS t LEFT JOIN grouped AS g ON true"""
+    return p.query(sql)

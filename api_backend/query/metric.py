@@ -1,0 +1,65 @@
+"""``metric``: sessions per value of one parameter (peer-read section 8), paginated.
+
+``count`` is the number of qualifying sessions with that value, except for ``event_name`` where it is the
+number of custom events (with ``sessions`` beside it). Session-level parameters give each session one
+value (see ``filters``), so the counts of a parameter add up to the sessions with a non-empty value;
+``channel`` keeps the direct row (value ``""``). Page-level parameters (``pathname, page_title,
+querystring``) count a session under every page it viewed; ``prop:<key>`` under every value its custom
+events carried.
+"""
+
+from __future__ import annotations
+
+from api_backend.query.filters import PROP_PREFIX, SESSION_PARAMETERS, session_value
+from api_backend.query.scope import Scope, scope_ctes
+from api_backend.query.sql import Dialect, Params, Query, json_path
+
+__all__ = ["build_metric_query", "keeps_empty_value", "session_values_sql"]
+
+_PAGE_PARAMETERS = {"pathname", "page_title", "querystring"}
+
+
+def keeps_empty_value(parameter: str) -> bool:
+    """Only ``channel`` reports its empty value (direct traffic); elsewhere '' means unknown and is left out."""
+    return parameter == "channel"
+
+
+def session_values_sql(parameter: str, d: Dialect, p: Params) -> str:
+    """``SELECT session_id, value FROM fe ...``: the (session, value) pairs of ``parameter``, each pair once."""
+    if parameter in SESSION_PARAMETERS:
+        return f"SELECT session_id, {session_value(parameter, d, p)} AS value FROM fe GROUP BY session_id"
+    if parameter in _PAGE_PARAMETERS:
+        return f"SELECT DISTINCT session_id, {parameter} AS value FROM fe WHERE type = 'pageview'"
+    if parameter == "event_name":
+        return "SELECT DISTINCT session_id, event_name AS value FROM fe WHERE type = 'custom_event'"
+    if parameter.startswith(PROP_PREFIX):
+        value = d.json_string("props", p.add(json_path(parameter[len(PROP_PREFIX) :])))
+        return f"SELECT DISTINCT session_id, {value} AS value FROM fe WHERE type = 'custom_event'"
+    raise ValueError(f"unknown parameter {parameter}")
+
+
+def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect) -> Query:
+    """Rows ``(total_values, total_sessions, value, count, sessions)``; always one row even past the last page."""
+    p = Params()
+    ctes = scope_ctes(scope, d, p)
+    keep = "" if keeps_empty_value(parameter) else "WHERE value <> ''"
+    if parameter == "event_name":
+        agg = (
+            "SELECT event_name AS value, count(*) AS count, count(DISTINCT session_id) AS sessions "
+            "FROM fe WHERE type = 'custom_event' AND event_name <> '' GROUP BY event_name"
+        )
+    else:
+        agg = (
+            f"SELECT value, count(*) AS count, count(*) AS sessions "
+            f"FROM ({session_values_sql(parameter, d, p)}) AS sv {keep} GROUP BY value"
+        )
+    lo, hi = p.add(offset), p.add(offset + limit)
+    sql = f"""{ctes},
+agg AS ({agg}),
+ranked AS (SELECT value, count, sessions, row_number() OVER (ORDER BY count DESC, value) AS rn FROM agg),
+totals AS (SELECT (SELECT count(*) FROM agg) AS total_values,
+                  (SELECT count(DISTINCT session_id) FROM fe) AS total_sessions)
+SELECT t.total_values, t.total_sessions, r.value, r.count, r.sessions
+FROM totals AS t LEFT JOIN ranked AS r ON r.rn > {lo} AND r.rn <= {hi}
+ORDER BY r.rn"""
+    return p.query(sql)

@@ -1,0 +1,60 @@
+"""Overview numbers (peer-read section 9) and their time series.
+
+Per session (over its in-window events): start, end, pageviews and the effective user (identified id,
+else visitor id). ``bounce_rate`` = sessions with exactly one pageview x 100 / sessions; averages are
+NULL over no sessions.
+"""
+
+from __future__ import annotations
+
+from api_backend.query.scope import Scope, scope_ctes
+from api_backend.query.sql import Dialect, Params, Query
+
+__all__ = ["build_overview_query", "build_overview_series_query"]
+
+
+def _sessions_cte(d: Dialect) -> str:
+    return f"""s AS (
+  SELECT session_id, min(timestamp) AS session_start,
+    {d.epoch_seconds("max(timestamp)")} - {d.epoch_seconds("min(timestamp)")} AS duration,
+    count(*) FILTER (WHERE type = 'pageview') AS pageviews,
+    coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''),
+             arg_max(user_id, timestamp)) AS uid
+  FROM fe GROUP BY session_id)"""
+
+
+def build_overview_query(scope: Scope, d: Dialect) -> Query:
+    """One row: sessions, pageviews, users, pages_per_session, bounce_rate, session_duration."""
+    p = Params()
+    ctes = scope_ctes(scope, d, p)
+    sql = f"""{ctes},
+{_sessions_cte(d)}
+SELECT count(*) AS sessions, coalesce(sum(pageviews), 0) AS pageviews, count(DISTINCT uid) AS users,
+  avg(pageviews) AS pages_per_session,
+  avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate,
+  avg(duration) AS session_duration
+FROM s"""
+    return p.query(sql)
+
+
+def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
+    """Rows per local bucket: sessions (by session start) with their averages, and pageviews/users by event time."""
+    p = Params()
+    ctes = scope_ctes(scope, d, p)
+    zone = p.add(scope.window.time_zone)
+    session_bucket = d.bucket(d.local_time("session_start", zone), bucket)
+    event_bucket = d.bucket(d.local_time("timestamp", zone), bucket)
+    sql = f"""{ctes},
+{_sessions_cte(d)},
+sb AS (SELECT {session_bucket} AS bucket, count(*) AS sessions, avg(pageviews) AS pages_per_session,
+         avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate, avg(duration) AS session_duration
+       FROM s GROUP BY 1),
+eb AS (SELECT {event_bucket} AS bucket, count(*) FILTER (WHERE type = 'pageview') AS pageviews,
+         count(DISTINCT CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END) AS users
+       FROM fe GROUP BY 1)
+SELECT coalesce(sb.bucket, eb.bucket) AS bucket, coalesce(sb.sessions, 0) AS sessions,
+  coalesce(eb.pageviews, 0) AS pageviews, coalesce(eb.users, 0) AS users,
+  sb.pages_per_session, sb.bounce_rate, sb.session_duration
+FROM sb FULL OUTER JOIN eb ON sb.bucket = eb.bucket
+ORDER BY 1"""
+    return p.query(sql)

@@ -1,0 +1,66 @@
+"""The rows a read query measures: one site (or several), one window, the sessions its filters select.
+
+``scope_ctes`` opens every analytics query the same way, so all endpoints agree on what a session is:
+
+    WITH qs AS (SELECT session_id FROM events WHERE <site+window> GROUP BY session_id HAVING <filters>),
+         fe AS (SELECT * FROM events WHERE <site+window> AND session_id IN qs AND <row filters>)
+
+The site and window predicate comes first so the engine prunes by ``(site_id, timestamp)`` before
+anything else; ``qs`` exists only when some filter qualifies sessions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from api_backend.query.filters import Filter, compare, row_expression, session_condition
+from api_backend.query.sql import Dialect, Params
+from api_backend.query.window import Window
+
+__all__ = ["Scope", "scope_ctes", "window_condition"]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What to measure: sites, window, filters, and which filter parameters apply to the rows themselves."""
+
+    site_ids: tuple[int, ...]
+    window: Window
+    filters: tuple[Filter, ...] = ()
+    row_parameters: frozenset[str] = frozenset()
+
+    @property
+    def session_filters(self) -> tuple[Filter, ...]:
+        return tuple(f for f in self.filters if f.parameter not in self.row_parameters)
+
+    @property
+    def row_filters(self) -> tuple[Filter, ...]:
+        return tuple(f for f in self.filters if f.parameter in self.row_parameters)
+
+
+def window_condition(site_ids: tuple[int, ...], window: Window, p: Params) -> str:
+    """``site_id`` and ``timestamp`` bounds, as bound parameters."""
+    if len(site_ids) == 1:
+        parts = [f"site_id = {p.add(site_ids[0])}"]
+    else:
+        parts = [f"site_id IN ({', '.join(p.add(s) for s in site_ids)})"]
+    if window.start is not None:
+        parts.append(f"timestamp {'>=' if window.include_start else '>'} {p.add(window.start)}")
+    if window.end is not None:
+        parts.append(f"timestamp {'<=' if window.include_end else '<'} {p.add(window.end)}")
+    return " AND ".join(parts)
+
+
+def scope_ctes(scope: Scope, d: Dialect, p: Params) -> str:
+    """``WITH [qs AS (...),] fe AS (...)``: ``fe`` holds the in-window rows of the qualifying sessions."""
+    where = window_condition(scope.site_ids, scope.window, p)
+    ctes = []
+    fe_where = [where]
+    if scope.session_filters:
+        having = " AND ".join(session_condition(f, d, p) for f in scope.session_filters)
+        ctes.append(f"qs AS (SELECT session_id FROM events WHERE {where} GROUP BY session_id HAVING {having})")
+        fe_where.append("session_id IN (SELECT session_id FROM qs)")
+    for f in scope.row_filters:
+        fe_where.append(compare(row_expression(f.parameter, d, p), f.type, f.values, d, p))
+    ctes.append(f"fe AS NOT MATERIALIZED (SELECT * FROM events WHERE {' AND '.join(fe_where)})")
+    return "WITH " + ",\n".join(ctes)

@@ -1,0 +1,193 @@
+"""Goals: list with conversion metrics, create, replace, delete, a goal's sessions and its breakdown."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query
+
+from api_backend.auth import ServicesDep, SiteMember, SiteReader
+from api_backend.errors import InvalidRequestError, NotFoundError
+from api_backend.formats import iso_utc
+from api_backend.goals import goal_json, validate_goal_body
+from api_backend.query.filters import parse_parameter
+from api_backend.query.goals import (
+    GoalSpec,
+    build_goal_breakdown_query,
+    build_goal_sessions_query,
+    build_goals_query,
+)
+from api_backend.query.paging import parse_page
+from api_backend.routes.read_params import ReadQuery, dialect_of, run_query
+from api_backend.services import Services
+from api_backend.store.models import Goal
+
+router = APIRouter(tags=["goals"])
+
+SORTS = ("goalId", "name", "goalType", "createdAt")
+GOAL_EXAMPLE = {"name": "Signed up", "goalType": "path", "config": {"pathPattern": "/welcome"}}
+Z95 = 1.959963984540054
+
+
+def _spec(goal: Goal) -> GoalSpec:
+    return GoalSpec(goal.goal_id, goal.goal_type, goal.config or {})
+
+
+def _site_goal(services: Services, site_id: int, goal_id: int) -> Goal:
+    goal = services.metadata.goal(goal_id)
+    if goal is None or goal.site_id != site_id:
+        raise NotFoundError("Goal not found.")
+    return goal
+
+
+def wilson_interval(conversions: int, sessions: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (0..1); (0, 0) without sessions."""
+    if sessions == 0:
+        return 0.0, 0.0
+    rate = conversions / sessions
+    denom = 1 + z * z / sessions
+    centre = (rate + z * z / (2 * sessions)) / denom
+    half = z * math.sqrt(rate * (1 - rate) / sessions + z * z / (4 * sessions * sessions)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@router.get("/sites/{site_id}/goals")
+def list_goals(
+    access: SiteReader,
+    services: ServicesDep,
+    params: ReadQuery,
+    page: Annotated[str | None, Query(description="1-based page")] = None,
+    limit: Annotated[str | None, Query(description="page size 1..100 (default 10)")] = None,
+    page_size: Annotated[str | None, Query(description="alias of limit")] = None,
+    sort: Annotated[str | None, Query(description="goalId | name | goalType | createdAt")] = None,
+    order: Annotated[str | None, Query(description="asc | desc")] = None,
+) -> dict[str, Any]:
+    """One page of goals with sessions, conversions and conversion rate (0..1) in the window."""
+    paging = parse_page(page, page_size or limit, 10, 100, "page_size" if page_size else "limit")
+    if sort and sort not in SORTS:
+        raise InvalidRequestError.for_field("sort", f"must be one of {', '.join(SORTS)}")
+    if order and order not in ("asc", "desc"):
+        raise InvalidRequestError.for_field("order", "must be asc or desc")
+    scope = params.scope(access.site.site_id)
+    site_id = access.site.site_id
+    total = services.metadata.count_goals(site_id)
+    goals = services.metadata.goals_page(site_id, sort or "createdAt", order != "asc", paging.limit, paging.offset)
+    meta = {
+        "total": total,
+        "page": paging.page,
+        "pageSize": paging.limit,
+        "totalPages": math.ceil(total / paging.limit),
+    }
+    if not goals:
+        return {"data": [], "meta": meta}
+    row = run_query(services, build_goals_query(scope, [_spec(g) for g in goals], dialect_of(services)))[0]
+    sessions = int(row["sessions"])
+    conversions = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
+    return {"data": [goal_json(g, conversions, sessions) for g in goals], "meta": meta}
+
+
+@router.post("/sites/{site_id}/goals", status_code=201)
+def create_goal(
+    access: SiteMember, services: ServicesDep, body: Annotated[Any, Body(examples=[GOAL_EXAMPLE])]
+) -> dict[str, Any]:
+    """Create a goal (members may); 201 ``{success, goalId}``."""
+    name, goal_type, config = validate_goal_body(body)
+    goal = services.metadata.create_goal(access.site.site_id, name, goal_type, config)
+    return {"success": True, "goalId": goal.goal_id}
+
+
+@router.put("/sites/{site_id}/goals/{goal_id}")
+def replace_goal(
+    access: SiteMember,
+    services: ServicesDep,
+    goal_id: int,
+    body: Annotated[Any, Body(examples=[GOAL_EXAMPLE])],
+) -> dict[str, Any]:
+    """Replace the whole goal (name, type and config)."""
+    name, goal_type, config = validate_goal_body(body)
+    _site_goal(services, access.site.site_id, goal_id)
+    services.metadata.replace_goal(goal_id, name, goal_type, config)
+    return {"success": True, "goalId": goal_id}
+
+
+@router.delete("/sites/{site_id}/goals/{goal_id}")
+def delete_goal(access: SiteMember, services: ServicesDep, goal_id: int) -> dict[str, bool]:
+    """Delete the goal for good."""
+    _site_goal(services, access.site.site_id, goal_id)
+    services.metadata.delete_goal(goal_id)
+    return {"success": True}
+
+
+def _session_json(row: dict[str, Any]) -> dict[str, Any]:
+    start, end = row["session_start"], row["session_end"]
+    data = {k: v for k, v in row.items() if k not in ("rn", "total_count")}
+    data["session_start"], data["session_end"] = iso_utc(start), iso_utc(end)
+    data["session_duration"] = int((end - start).total_seconds())
+    for key in ("pageviews", "events", "errors", "outbound", "screen_width", "screen_height"):
+        data[key] = int(data[key])
+    return data
+
+
+@router.get("/sites/{site_id}/goals/{goal_id}/sessions")
+def goal_sessions(
+    access: SiteReader,
+    services: ServicesDep,
+    params: ReadQuery,
+    goal_id: int,
+    page: Annotated[str | None, Query(description="1-based page")] = None,
+    limit: Annotated[str | None, Query(description="page size 1..100 (default 25)")] = None,
+) -> dict[str, Any]:
+    """The sessions that completed the goal in the window, newest ``session_end`` first."""
+    paging = parse_page(page, limit, 25, 100)
+    scope = params.scope(access.site.site_id)
+    goal = _site_goal(services, access.site.site_id, goal_id)
+    query = build_goal_sessions_query(scope, _spec(goal), paging.limit, paging.offset, dialect_of(services))
+    rows = run_query(services, query)
+    total = int(rows[0]["total_count"]) if rows else 0
+    return {"data": [_session_json(r) for r in rows if r["rn"] is not None], "totalCount": total}
+
+
+@router.get("/sites/{site_id}/goals/{goal_id}/breakdown")
+def goal_breakdown(
+    access: SiteReader,
+    services: ServicesDep,
+    params: ReadQuery,
+    goal_id: int,
+    parameter: Annotated[str | None, Query(description="any filter parameter, e.g. channel")] = None,
+) -> dict[str, Any]:
+    """Sessions, conversions, conversion rate and its 95% Wilson interval per value of ``parameter``."""
+    if not parameter:
+        raise InvalidRequestError.for_field("parameter", "is required")
+    parameter = parse_parameter(parameter)
+    scope = params.scope(access.site.site_id)
+    goal = _site_goal(services, access.site.site_id, goal_id)
+    rows = run_query(services, build_goal_breakdown_query(scope, _spec(goal), parameter, dialect_of(services)))
+    data = []
+    for row in rows:
+        if row["value"] is None:
+            continue
+        sessions, conversions = int(row["sessions"]), int(row["conversions"])
+        low, high = wilson_interval(conversions, sessions)
+        data.append(
+            {
+                "value": row["value"],
+                "sessions": sessions,
+                "conversions": conversions,
+                "conversion_rate": conversions / sessions if sessions else 0.0,
+                "ci_low": low,
+                "ci_high": high,
+                "small_sample": sessions < 30,
+            }
+        )
+    data.sort(key=lambda r: (-r["conversion_rate"], -r["sessions"], r["value"]))
+    first = rows[0] if rows else {"total_sessions": 0, "total_conversions": 0}
+    return {
+        "data": data,
+        "meta": {
+            "goalId": goal.goal_id,
+            "parameter": parameter,
+            "total_sessions": int(first["total_sessions"]),
+            "total_conversions": int(first["total_conversions"]),
+        },
+    }
