@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench serve clean browser
+.PHONY: demo test lint bench serve clean browser postgres
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,15 +21,26 @@ browser:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
 	fi
 
+# When the machine has PostgreSQL, start its cluster and a test role so the metadata store is tested on it too.
+PG_TEST_URL := postgresql://sitelens:sitelens@127.0.0.1:5432/postgres
+postgres:
+	@if command -v pg_lsclusters >/dev/null 2>&1 && [ -n "$$(pg_lsclusters -h 2>/dev/null)" ]; then \
+		set -- $$(pg_lsclusters -h | head -n 1); \
+		pg_ctlcluster "$$1" "$$2" start 2>/dev/null || true; \
+		su postgres -c "psql -qtAc \"SELECT 1 FROM pg_roles WHERE rolname='sitelens'\"" | grep -q 1 || \
+			su postgres -c "psql -qc \"CREATE ROLE sitelens LOGIN PASSWORD 'sitelens' CREATEDB\""; \
+	fi
+
 demo: $(STAMP)
 	$(BIN)/sitelens demo
 
 serve: $(STAMP)
 	$(BIN)/sitelens serve
 
-test: $(STAMP) browser
+test: $(STAMP) browser postgres
 	$(BIN)/ruff check api_backend api_client dashboard tests
-	$(BIN)/python -m pytest -q
+	if pg_isready -q -h 127.0.0.1 2>/dev/null; then export TEST_POSTGRES_URL="$(PG_TEST_URL)"; fi; \
+		$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check api_backend api_client dashboard tests

@@ -95,7 +95,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("data_dir", str, "./data", "Folder for the metadata database, the event store and the generated secret."),
     Setting(
         "database_url",
-        _parse_url("sqlite", "postgresql"),
+        _parse_url("sqlite", "postgresql", "postgres"),
         "",
         "SQLAlchemy URL of the metadata database. Empty: SQLite file `sitelens.sqlite3` in the data dir.",
     ),

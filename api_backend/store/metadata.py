@@ -39,7 +39,7 @@ from api_backend.store.models import (
     utcnow,
 )
 
-__all__ = ["MetadataStore"]
+__all__ = ["MetadataStore", "engine_url"]
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -50,10 +50,19 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def engine_url(database_url: str) -> str:
+    """Pick the psycopg 3 driver for plain ``postgresql://`` URLs (SQLAlchemy would default to psycopg2)."""
+    for prefix in ("postgresql://", "postgres://"):
+        if database_url.startswith(prefix):
+            return "postgresql+psycopg://" + database_url.removeprefix(prefix)
+    return database_url
+
+
 class MetadataStore:
     """Users, organizations, memberships, credentials, sites and goals."""
 
     def __init__(self, database_url: str, *, migrate: bool = True) -> None:
+        database_url = engine_url(database_url)
         if migrate:
             upgrade_to_head(database_url)
         self.engine: Engine = create_engine(database_url)
