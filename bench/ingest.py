@@ -1,0 +1,187 @@
+"""Ingestion over real HTTP: single events with 32 keep-alive clients, 1000-event batches, and the no-op ceiling.
+
+The server runs as ``sitelens serve`` (its production configuration: one process, group commit, a 200 only after
+the event's transaction committed) on a fresh data dir. Single events are sent the way a browser tracker sends them
+(no API key; the visitor comes from the connection and a varied user agent); batches the way a server-side import
+sends them (API key, ``ip_address`` and ``user_agent`` per event). The ceiling is ``GET /api/health`` with the same
+client load: the cheapest 200 route of the same server (it runs ``SELECT 1`` on both stores).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.accounts import create_account
+from bench.loadgen import LoadResult, build_request, run_load
+from bench.server import ServerProcess
+from bench.stats import summarize
+
+__all__ = ["run_ingestion"]
+
+USER_AGENTS = [
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.{v} "
+    "Safari/605.1.15",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:{v}.0) Gecko/20100101 Firefox/{v}.0",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_{v} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 "
+    "Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (Linux; Android 14; Pixel {v}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile "
+    "Safari/537.36",
+]
+PATHS = ["/", "/pricing", "/features", "/blog", "/docs", "/signup", "/login", "/about", "/checkout", "/account"]
+REFERRERS = ["", "", "https://www.google.com/", "https://news.ycombinator.com/", "https://twitter.com/", ""]
+
+
+def _user_agent(rng: random.Random) -> str:
+    return rng.choice(USER_AGENTS).format(v=rng.randint(5, 130))
+
+
+def _event(rng: random.Random, site_id: int, domain: str, server_side: bool) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "site_id": site_id,
+        "type": "pageview",
+        "hostname": domain,
+        "pathname": rng.choice(PATHS) + ("" if rng.random() < 0.7 else f"/{rng.randint(1, 500)}"),
+        "referrer": rng.choice(REFERRERS),
+        "screenWidth": rng.choice([1920, 1440, 390, 412, 1280]),
+        "screenHeight": rng.choice([1080, 900, 844, 915, 800]),
+        "language": rng.choice(["en-US", "de-DE", "fr-FR", "en-GB"]),
+        "page_title": "Bench page",
+    }
+    if rng.random() < 0.1:
+        event.update(type="custom_event", event_name="signup", properties=json.dumps({"plan": "free"}))
+    if server_side:
+        event["user_agent"] = _user_agent(rng)
+        event["ip_address"] = f"198.51.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+    return event
+
+
+def _single_requests(host: str, site_id: int, domain: str, n: int = 2000) -> list[bytes]:
+    rng = random.Random(7)
+    out = []
+    for _ in range(n):
+        body = json.dumps(_event(rng, site_id, domain, server_side=False)).encode()
+        headers = {"Content-Type": "application/json", "User-Agent": _user_agent(rng)}
+        out.append(build_request("POST", "/api/track", host, body, headers))
+    return out
+
+
+def _batch_requests(host: str, site_id: int, domain: str, api_key: str, size: int, n: int = 20) -> list[bytes]:
+    rng = random.Random(11)
+    out = []
+    for _ in range(n):
+        events = [_event(rng, site_id, domain, server_side=True) for _ in range(size)]
+        body = json.dumps({"events": events}).encode()
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"}
+        out.append(build_request("POST", "/api/track/batch", host, body, headers))
+    return out
+
+
+def _accepted(body: bytes) -> int:
+    return int(json.loads(body).get("accepted", 0))
+
+
+def _tracked(body: bytes) -> int:
+    # A 200 with tracked:false (a dropped bot or excluded visitor) stored nothing: it is not an ingested event.
+    return 0 if b'"tracked":false' in body.replace(b" ", b"") else 1
+
+
+def _summary(result: LoadResult, *, per_request_units: bool = False) -> dict[str, Any]:
+    lat = summarize(result.latencies)
+    return {
+        "duration_s": result.duration,
+        "requests": result.requests,
+        "ok_responses": result.ok,
+        "statuses": {str(k): v for k, v in sorted(result.statuses.items())},
+        "connection_errors": result.errors,
+        "units": result.units,
+        "requests_per_s": result.ok / result.duration,
+        "events_per_s": result.units / result.duration,
+        "latency_p50_ms": lat["median"] * 1000,
+        "latency_p99_ms": lat["p99"] * 1000,
+        "latency_max_ms": lat["max"] * 1000,
+    }
+
+
+def run_ingestion(
+    work_dir: Path,
+    *,
+    connections: int = 32,
+    batch_connections: int = 4,
+    batch_size: int = 1000,
+    warmup: float = 3.0,
+    duration: float = 15.0,
+    log=print,
+) -> dict[str, Any]:
+    """Run the three ingestion scenarios against one fresh server; return their figures and the server's peak RSS."""
+    data_dir = work_dir / "ingest"
+    account = create_account(data_dir)
+    server = ServerProcess(data_dir).start()
+    rss: dict[str, int] = {}
+    out: dict[str, Any] = {
+        "server": "sitelens serve (uvicorn, 1 process, group commit: 200 only after the commit)",
+        "ceiling_route": "GET /api/health",
+        "connections": connections,
+        "batch_connections": batch_connections,
+        "batch_size": batch_size,
+        "warmup_s": warmup,
+        "duration_s": duration,
+    }
+    try:
+        host = f"127.0.0.1:{server.port}"
+        assert server.sampler is not None
+        health = [build_request("GET", "/api/health", host)]
+        log(f"  ingestion: ceiling GET /api/health, {connections} connections, {duration:.0f} s")
+        with server.sampler.block(rss, "ceiling"):
+            ceiling = run_load(
+                "127.0.0.1", server.port, health, connections=connections, warmup=warmup, duration=duration
+            )
+        out["ceiling"] = _summary(ceiling)
+        log(f"    {out['ceiling']['requests_per_s']:,.0f} req/s")
+
+        log(f"  ingestion: POST /api/track single events, {connections} connections, {duration:.0f} s")
+        single = _single_requests(host, account.site_id, account.domain)
+        with server.sampler.block(rss, "single"):
+            result = run_load(
+                "127.0.0.1",
+                server.port,
+                single,
+                connections=connections,
+                warmup=warmup,
+                duration=duration,
+                count=_tracked,
+            )
+        out["single"] = _summary(result)
+        log(f"    {out['single']['events_per_s']:,.0f} events/s, p99 {out['single']['latency_p99_ms']:.1f} ms")
+
+        log(f"  ingestion: POST /api/track/batch x{batch_size}, {batch_connections} connections, {duration:.0f} s")
+        batches = _batch_requests(host, account.site_id, account.domain, account.api_key, batch_size)
+        with server.sampler.block(rss, "batch"):
+            result = run_load(
+                "127.0.0.1",
+                server.port,
+                batches,
+                connections=batch_connections,
+                warmup=warmup,
+                duration=duration,
+                count=_accepted,
+            )
+        out["batch"] = _summary(result)
+        log(f"    {out['batch']['events_per_s']:,.0f} events/s")
+
+        # Everything acknowledged must be stored: count the rows through the API's own store afterwards.
+        out["ratio_single_to_ceiling"] = out["single"]["requests_per_s"] / out["ceiling"]["requests_per_s"]
+        response = httpx.get(
+            f"{server.api_url}/org-event-count/{account.organization_id}", headers=account.headers, timeout=60
+        )
+        response.raise_for_status()
+        out["stored_events_today_and_before"] = sum(r["event_count"] for r in response.json()["data"])
+    finally:
+        server.stop()
+    out["peak_rss_bytes"] = rss
+    return out
