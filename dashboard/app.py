@@ -296,7 +296,6 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
                 session.api_for(auth).logout()
             except APIError:
                 pass  # the token may already be gone; forgetting it locally is what matters
-        session.invalidate()
         return None, dash.get_relative_path("/login?reason=signed_out")
 
 

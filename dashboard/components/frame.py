@@ -210,8 +210,6 @@ def date_controls(view: ViewState, today: Any = None) -> html.Div:
                         options=[{"label": PRESET_LABELS[p], "value": p} for p in PRESETS],
                         value=preset_of(view, today),
                         className="segmented",
-                        inputClassName="segmented-input",
-                        labelClassName="segmented-label",
                         inline=True,
                     ),
                     html.Button("›", id=ids.DATE_FORWARD, n_clicks=0, className="button button-icon", title="Next"),
@@ -225,6 +223,7 @@ def date_controls(view: ViewState, today: Any = None) -> html.Div:
                 display_format="D MMM YYYY",
                 first_day_of_week=1,
                 minimum_nights=0,
+                updatemode="bothdates",
                 className="date-range",
             ),
             dcc.Dropdown(

@@ -52,8 +52,6 @@ def layout(
                     ],
                     value="password",
                     className="segmented segmented-wide",
-                    inputClassName="segmented-input",
-                    labelClassName="segmented-label",
                     inline=True,
                 ),
                 html.Div(

@@ -30,7 +30,7 @@ def site_tile(site: Any, role: str) -> dcc.Link:
     return dcc.Link(
         [
             html.Div(site.name or site.domain, className="site-name"),
-            html.Div(site.domain, className="site-domain"),
+            html.Div(site.domain if site.name and site.name != site.domain else "", className="site-domain"),
             html.Div(
                 [html.Span(role, className="badge")] + [html.Span(f, className="badge badge-muted") for f in flags],
                 className="site-badges",
@@ -73,7 +73,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     return html.Div(
         [
             page_header("Sites", "Choose a site to see its goals, sessions and errors."),
-            html.Div(body, id=ids.SITES_LIST),
+            html.Div(body, id=ids.SITES_LIST, className="stack"),
         ],
         className="page",
     )
