@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import quote
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
 import pydantic
@@ -116,6 +118,30 @@ def _goal_config(config: Mapping[str, Any] | GoalConfig) -> dict[str, Any]:
     if not isinstance(config, Mapping):
         raise TypeError("config must be a dict such as {'pathPattern': '/pricing'} or a GoalConfig")
     return _camel_keys(config, CAMEL_KEYS)
+
+
+def _localize_times(rows: list[Any], query: Query | None) -> list[Any]:
+    """Give zone-less bucket ``time`` values the request's zone.
+
+    sitelens sends ISO UTC instants; servers of the same API family send local wall-clock text instead
+    (``2026-03-02 00:00:00`` meaning midnight in ``time_zone``), which would otherwise be read as UTC.
+    """
+    try:
+        zone = ZoneInfo(query.time_zone if query is not None else "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        return rows
+    out = []
+    for row in rows:
+        value = row.get("time") if isinstance(row, Mapping) else None
+        if isinstance(value, str):
+            try:
+                moment = datetime.fromisoformat(value)
+            except ValueError:
+                moment = None
+            if moment is not None and moment.tzinfo is None:
+                row = {**row, "time": moment.replace(tzinfo=zone)}
+        out.append(row)
+    return out
 
 
 def _rank(rows: Iterable[BreakdownRow]) -> list[BreakdownRow]:
@@ -557,7 +583,7 @@ class AnalyticsAPI:
         """Occurrences of one error message per time bucket (gap-filled with zeros over the window)."""
         params = self._params(query, errorMessage=message, bucket=bucket)
         body = self._get(f"{self._site(site_id)}/error-bucketed", params)
-        return self._parse_list(ErrorBucket, self._rows(body), "error bucket")
+        return self._parse_list(ErrorBucket, _localize_times(self._rows(body), query), "error bucket")
 
     # -- usage, metric, overview, funnels -------------------------------------------------------------------
 
@@ -589,7 +615,7 @@ class AnalyticsAPI:
     ) -> list[OverviewBucket]:
         """The overview numbers per time bucket."""
         body = self._get(f"{self._site(site_id)}/overview/time-series", self._params(query, bucket=bucket))
-        return self._parse_list(OverviewBucket, self._rows(body), "overview bucket")
+        return self._parse_list(OverviewBucket, _localize_times(self._rows(body), query), "overview bucket")
 
     def funnel(
         self, site_id: int | str, steps: Sequence[Mapping[str, Any]], query: Query | None = None
@@ -599,6 +625,8 @@ class AnalyticsAPI:
         A step is ``{"type": "page" | "event" | ..., "value": ..., "name"?: ..., "eventPropertyKey"?: ...,
         "eventPropertyValue"?: ...}``; snake_case keys are accepted too.
         """
+        if isinstance(steps, Mapping | str) or not all(isinstance(step, Mapping) for step in steps):
+            raise TypeError("steps must be a list of dicts such as [{'type': 'page', 'value': '/'}, ...]")
         body = {"steps": [_camel_keys(step, CAMEL_KEYS) for step in steps]}
         answer = self._request("POST", f"{self._site(site_id)}/funnels/analyze", params=self._params(query), json=body)
         return self._parse_list(FunnelStep, self._rows(answer), "funnel step")
