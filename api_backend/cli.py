@@ -21,8 +21,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TextIO
 
@@ -32,10 +31,6 @@ from api_backend.settings import Settings, SettingsError, load_settings
 __all__ = ["CommandError", "build_parser", "main"]
 
 PROG = "sitelens"
-# Rows per Arrow table handed to the writer while seeding, and how many tables may wait in its queue:
-# enough to keep the writer thread busy while the next chunk is generated, small enough to bound memory.
-SEED_CHUNK_ROWS = 100_000
-SEED_IN_FLIGHT = 3
 
 
 class CommandError(Exception):
@@ -254,48 +249,6 @@ def _open_event_services(settings: Settings):
         raise CommandError(f"cannot open the event store {settings.events_path}: {str(exc).splitlines()[0]}") from None
 
 
-def write_events(
-    services: Any,
-    site_id: int,
-    events: int,
-    *,
-    days: int,
-    seed: int | None,
-    now: datetime | None = None,
-    domain: str = "example.com",
-    error_messages: int = 8,
-    progress: Callable[[int], None] | None = None,
-) -> int:
-    """Generate ``events`` synthetic events for a site and commit them through the batch writer; return the count."""
-    from api_backend.seed import generate_events
-
-    pending: list[Future[int]] = []
-    inserted = 0
-    for table in generate_events(
-        site_id,
-        events,
-        days,
-        seed,
-        now=now,
-        error_messages=error_messages,
-        domain=domain,
-        chunk_rows=SEED_CHUNK_ROWS,
-    ):
-        pending.append(services.writer.submit(table))
-        # Wait for the oldest table once a few are queued, so generation overlaps with the DuckDB insert.
-        while len(pending) >= SEED_IN_FLIGHT:
-            done = pending.pop(0).result()
-            inserted += done
-            if progress:
-                progress(done)
-    for future in pending:
-        done = future.result()
-        inserted += done
-        if progress:
-            progress(done)
-    return inserted
-
-
 def seed_command(args: argparse.Namespace) -> dict[str, Any]:
     """Insert synthetic traffic for a site: ``{"inserted": N}``."""
     settings = _settings(args)
@@ -307,11 +260,13 @@ def seed_command(args: argparse.Namespace) -> dict[str, Any]:
         metadata.close()
     if site is None:
         raise CommandError(f"no site with id {args.site}")
+    from api_backend.seed import write_events
+
     services = _open_event_services(settings)
     bar = ProgressBar(args.events)
     try:
         inserted = write_events(
-            services,
+            services.writer,
             site.site_id,
             args.events,
             days=args.days,
@@ -336,7 +291,8 @@ def _run_server(settings: Settings, host: str, port: int) -> None:
     from api_backend.app import create_app
 
     app = create_app(settings, dashboard=True)
-    print(f"sitelens is serving on http://{host}:{port}/ (API under http://{host}:{port}/api)", flush=True)
+    shown = f"http://{_display_host(host)}:{port}"
+    print(f"sitelens is serving on {shown}/ (API under {shown}/api)", flush=True)
     uvicorn.run(app, host=host, port=port, workers=1)
 
 
@@ -346,15 +302,25 @@ def serve_command(args: argparse.Namespace) -> None:
     _run_server(settings, settings.host, settings.port)
 
 
+def _display_host(host: str) -> str:
+    # A wildcard bind address is not something a browser can open.
+    return {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
+
+
 def demo_command(args: argparse.Namespace) -> None:
     """Create (first run) or reuse the demo account and traffic, print how to sign in, then serve."""
-    from api_backend.demo import format_summary, setup_demo
+    from api_backend.demo import DEMO_EVENTS, format_summary, setup_demo
 
     settings = _settings(args, host=args.host, port=args.port)
     services = _open_event_services(settings)
+    bar = ProgressBar(DEMO_EVENTS, label="demo traffic")
     try:
-        summary = setup_demo(services, base_url=f"http://{settings.host}:{settings.port}", progress=sys.stderr)
+        summary = setup_demo(
+            services, base_url=f"http://{_display_host(settings.host)}:{settings.port}", progress=bar.update
+        )
     finally:
+        if bar.done:
+            bar.close()
         services.close()
     print(format_summary(summary), flush=True)
     _run_server(settings, settings.host, settings.port)

@@ -21,8 +21,10 @@ The same ``seed`` and ``now`` give the same rows. Everything is drawn from the t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +32,7 @@ import pyarrow as pa
 from api_backend import seed_catalog as catalog
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, EVENT_TYPES
 
-__all__ = ["SESSION_GAP_MS", "generate_events"]
+__all__ = ["SESSION_GAP_MS", "generate_events", "write_events"]
 
 SESSION_GAP_MS = 30 * 60 * 1000
 _DAY_MS = 86_400_000
@@ -59,6 +61,10 @@ _TYPE_WEIGHTS = {
 _T = {name: code for code, name in enumerate(EVENT_TYPES)}
 
 _MAX_SESSION_EVENTS = 80
+# Rows per table handed to the writer, and how many tables may wait for their commit: enough to keep the
+# writer thread busy while the next chunk is generated, few enough to bound memory.
+CHUNK_ROWS = 100_000
+_IN_FLIGHT = 3
 _RETURNING_SHARE = 0.42  # sessions by a visitor from the pool of regulars
 _REGULARS_PER_SESSION = 0.12
 _IDENTIFIED_SHARE = 0.06
@@ -607,7 +613,7 @@ def generate_events(
     error_messages: int = 8,
     *,
     domain: str = "example.com",
-    chunk_rows: int = 100_000,
+    chunk_rows: int = CHUNK_ROWS,
 ) -> Iterator[pa.Table]:
     """Yield ``EVENT_SCHEMA`` tables (about ``chunk_rows`` rows each, whole sessions) holding exactly ``n`` events.
 
@@ -637,3 +643,39 @@ def generate_events(
     edges = np.unique(np.concatenate([[0], cuts, [len(ends)]]))
     for a, b in zip(edges[:-1], edges[1:], strict=True):
         yield _chunk(rng, cat, plan, visitors, int(a), int(b), site_id, now_ms)
+
+
+def write_events(
+    writer: Any,
+    site_id: int,
+    n: int,
+    *,
+    days: int = 30,
+    seed: int | None = None,
+    now: datetime | None = None,
+    domain: str = "example.com",
+    error_messages: int = 8,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Generate ``n`` events for a site and commit them through ``writer`` (a ``BatchWriter``); return the count.
+
+    Tables go through the same group-commit path as ingestion; a few wait in the writer's queue at a time so
+    generating the next chunk overlaps with inserting the previous one. ``progress`` hears each committed count.
+    """
+    pending: list[Future[int]] = []
+    inserted = 0
+
+    def settle(future: Future[int]) -> None:
+        nonlocal inserted
+        done = future.result()
+        inserted += done
+        if progress:
+            progress(done)
+
+    for table in generate_events(site_id, n, days, seed, now=now, error_messages=error_messages, domain=domain):
+        pending.append(writer.submit(table))
+        while len(pending) >= _IN_FLIGHT:
+            settle(pending.pop(0))
+    for future in pending:
+        settle(future)
+    return inserted
