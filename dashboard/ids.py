@@ -97,3 +97,55 @@ CHANNELS_CSV_DOWNLOAD = "channels-csv-download"
 SHARE_BODY = "share-body"
 SHARE_TABS = "share-tabs"
 SHARE_CONTENT = "share-content"
+
+# --- errors ---------------------------------------------------------------------------------------------
+ERRORS_BODY = "errors-body"
+ERRORS_GROUPS = "errors-groups"
+ERRORS_GROUP_TYPE = "errors-group"  # {"type": ..., "index": row position on the page}: a clickable error group
+ERRORS_GROUP_MESSAGES = "errors-group-messages"  # dcc.Store: the messages of the groups shown, by row position
+ERRORS_GROUPS_PREV = "errors-groups-prev"
+ERRORS_GROUPS_NEXT = "errors-groups-next"
+ERRORS_GROUPS_CSV = "errors-groups-csv"
+ERRORS_GROUPS_CSV_DOWNLOAD = "errors-groups-csv-download"
+ERRORS_DETAIL = "errors-detail"
+ERRORS_BUCKET = "errors-bucket"
+ERRORS_CHART = "errors-chart"
+ERRORS_OCCURRENCES = "errors-occurrences"
+ERRORS_OCCURRENCES_PAGE = "errors-occurrences-page"  # dcc.Store: page of the occurrences list
+ERRORS_OCCURRENCES_PREV = "errors-occurrences-prev"
+ERRORS_OCCURRENCES_NEXT = "errors-occurrences-next"
+ERRORS_OCCURRENCES_CSV = "errors-occurrences-csv"
+ERRORS_OCCURRENCES_CSV_DOWNLOAD = "errors-occurrences-csv-download"
+
+# --- usage ----------------------------------------------------------------------------------------------
+USAGE_BODY = "usage-body"
+USAGE_ORG = "usage-org"
+USAGE_CHART = "usage-chart"
+USAGE_TOTALS = "usage-totals"
+USAGE_TOTAL_PREFIX = "usage-total"  # "usage-total-<field>": the number of one category (or event_count)
+USAGE_CSV = "usage-csv"
+USAGE_CSV_DOWNLOAD = "usage-csv-download"
+
+# --- site settings --------------------------------------------------------------------------------------
+SETTINGS_BODY = "settings-body"
+SETTINGS_SAVED = "settings-saved"  # dcc.Store: {"siteId", "domain", "switches": {field: bool}} as last saved
+SETTINGS_SWITCH_TYPE = "settings-switch"  # {"type": ..., "field": "blockBots"}: one configuration switch
+SETTINGS_SWITCHES_SAVE = "settings-switches-save"
+SETTINGS_SWITCHES_STATUS = "settings-switches-status"
+SETTINGS_EXCLUDED_IPS = "settings-excluded-ips"
+SETTINGS_EXCLUDED_IPS_PROBLEMS = "settings-excluded-ips-problems"
+SETTINGS_EXCLUDED_IPS_SAVE = "settings-excluded-ips-save"
+SETTINGS_EXCLUDED_IPS_STATUS = "settings-excluded-ips-status"
+SETTINGS_EXCLUDED_COUNTRIES = "settings-excluded-countries"
+SETTINGS_EXCLUDED_COUNTRIES_PROBLEMS = "settings-excluded-countries-problems"
+SETTINGS_EXCLUDED_COUNTRIES_SAVE = "settings-excluded-countries-save"
+SETTINGS_EXCLUDED_COUNTRIES_STATUS = "settings-excluded-countries-status"
+SETTINGS_LINK = "settings-link"
+SETTINGS_LINK_URL = "settings-link-url"
+SETTINGS_LINK_COPY = "settings-link-copy"
+SETTINGS_LINK_GENERATE = "settings-link-generate"
+SETTINGS_LINK_REVOKE = "settings-link-revoke"
+SETTINGS_LINK_STATUS = "settings-link-status"
+SETTINGS_DELETE_INPUT = "settings-delete-input"
+SETTINGS_DELETE = "settings-delete"
+SETTINGS_DELETE_STATUS = "settings-delete-status"
