@@ -152,6 +152,14 @@ def _rank(rows: Iterable[BreakdownRow]) -> list[BreakdownRow]:
 class AnalyticsAPI:
     """Typed client for the sitelens read and admin API (contract sections 2, 4 and 5).
 
+    Args:
+        base_url: the API root, ending in ``/api``.
+        token: an API key or a sign-in token, sent as ``Authorization: Bearer``.
+        private_key: a site's private link key, sent as ``X-Private-Key``.
+        client: an ``httpx.Client`` to send through (it keeps its own timeout and is never closed here).
+        transport: an ``httpx`` transport for the client made here (tests, proxies, retries).
+        timeout: seconds per request for the client made here (``None`` waits for ever).
+
     Thread-safe: one instance can serve many threads (``httpx.Client`` is). Use ``with_credentials`` for a
     client with other credentials on the same connection pool.
     """
@@ -173,7 +181,6 @@ class AnalyticsAPI:
         self._base_url = base_url.rstrip("/")
         self._token = token or None
         self._private_key = private_key or None
-        self._timeout = timeout
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(transport=transport, timeout=timeout)
         self._closed = False
@@ -197,9 +204,7 @@ class AnalyticsAPI:
 
     def with_credentials(self, token: str | None = None, private_key: str | None = None) -> AnalyticsAPI:
         """A client on the same base URL and connection pool with other credentials (closing it closes nothing)."""
-        other = AnalyticsAPI(self._base_url, token=token, private_key=private_key, client=self._client)
-        other._timeout = self._timeout
-        return other
+        return AnalyticsAPI(self._base_url, token=token, private_key=private_key, client=self._client)
 
     def close(self) -> None:
         """Close the HTTP connection pool if this client created it."""
@@ -256,8 +261,10 @@ class AnalyticsAPI:
             )
         except httpx.TimeoutException as exc:
             raise APIConnectionError(None, "TIMEOUT", f"{method} {url} timed out: {exc}") from exc
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.StreamError) as exc:
             raise APIConnectionError(None, None, f"{method} {url} failed: {exc}") from exc
+        except httpx.InvalidURL as exc:
+            raise APIConnectionError(None, "INVALID_URL", f"{method} {url} is not a valid URL: {exc}") from exc
         if response.status_code >= 400:
             raise error_from_response(response)
         if not response.content.strip():
@@ -293,6 +300,21 @@ class AnalyticsAPI:
                 raise APIError(200, "INVALID_RESPONSE", f"The answer has no {'.'.join(keys)!r}.")
             value = value[key]
         return value
+
+    @classmethod
+    def _int_field(cls, body: Any, *keys: str) -> int:
+        value = cls._field(body, *keys)
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise APIError(200, "INVALID_RESPONSE", f"The answer's {'.'.join(keys)!r} is not an integer.") from None
+
+    @classmethod
+    def _strings_field(cls, body: Any, *keys: str) -> list[str]:
+        value = cls._field(body, *keys)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise APIError(200, "INVALID_RESPONSE", f"The answer's {'.'.join(keys)!r} is not a list of strings.")
+        return list(value)
 
     @classmethod
     def _rows(cls, body: Any) -> list[Any]:
@@ -398,15 +420,18 @@ class AnalyticsAPI:
 
     def excluded_ips(self, site_id: int | str) -> list[str]:
         """The site's excluded IP patterns (addresses, CIDR blocks, ``a-b`` ranges)."""
-        return list(self._field(self._get(f"{self._site(site_id)}/excluded-ips"), "excludedIPs"))
+        return self._strings_field(self._get(f"{self._site(site_id)}/excluded-ips"), "excludedIPs")
 
     def excluded_countries(self, site_id: int | str) -> list[str]:
         """The site's excluded country codes."""
-        return list(self._field(self._get(f"{self._site(site_id)}/excluded-countries"), "excludedCountries"))
+        return self._strings_field(self._get(f"{self._site(site_id)}/excluded-countries"), "excludedCountries")
 
     def private_link_key(self, site_id: int | str) -> str | None:
         """The private link key in force, or ``None`` (admin or owner)."""
-        return self._field(self._get(f"{self._site(site_id)}/private-link-config"), "data", "privateLinkKey")
+        key = self._field(self._get(f"{self._site(site_id)}/private-link-config"), "data", "privateLinkKey")
+        if key is not None and not isinstance(key, str):
+            raise APIError(200, "INVALID_RESPONSE", "The private link key in the answer is not a string.")
+        return key or None
 
     def generate_private_link(self, site_id: int | str) -> str:
         """Make a new private link key (the old one stops working at once) and return it."""
@@ -445,7 +470,7 @@ class AnalyticsAPI:
         """Create a goal; ``config`` keys in API camelCase or snake_case. Returns the new goal id."""
         body = {"name": name, "goalType": goal_type, "config": _goal_config(config)}
         answer = self._request("POST", f"{self._site(site_id)}/goals", json=body)
-        return int(self._field(answer, "goalId"))
+        return self._int_field(answer, "goalId")
 
     def update_goal(
         self,
@@ -459,7 +484,7 @@ class AnalyticsAPI:
         """Replace a goal (name, type and config). Returns its id."""
         body = {"name": name, "goalType": goal_type, "config": _goal_config(config)}
         answer = self._request("PUT", f"{self._site(site_id)}/goals/{_segment(goal_id)}", json=body)
-        return int(self._field(answer, "goalId"))
+        return self._int_field(answer, "goalId")
 
     def delete_goal(self, site_id: int | str, goal_id: int) -> None:
         """Delete a goal permanently."""
@@ -543,7 +568,8 @@ class AnalyticsAPI:
             low, high = wilson_interval(conversions, sessions)
             rows.append(
                 BreakdownRow(
-                    value=channel.value,
+                    # Peers label direct traffic "Direct"; sitelens (and the breakdown route) use "".
+                    value="" if channel.value == "Direct" else channel.value,
                     sessions=sessions,
                     conversions=conversions,
                     conversion_rate=conversions / sessions if sessions else 0.0,

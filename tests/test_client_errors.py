@@ -213,3 +213,34 @@ def test_client_errors014_error_from_response_directly():
     assert isinstance(error, ConflictError)
     assert repr(error) == "ConflictError(status=409, code='CONFLICT', message='Dup.')"
     assert error.field_messages() == {}
+
+
+def test_client_errors015_malformed_fields_in_success_answers():
+    answers = {
+        "/api/sites/1/excluded-ips": {"success": True, "excludedIPs": "10.0.0.1"},
+        "/api/sites/1/excluded-countries": {"success": True, "excludedCountries": [1, 2]},
+        "/api/sites/1/goals": {"success": True, "goalId": "seven"},
+        "/api/sites/1/private-link-config": {"success": True, "data": {"privateLinkKey": 12}},
+    }
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=answers[request.url.path])
+
+    with AnalyticsAPI("http://remote.example/api", transport=httpx.MockTransport(handler)) as api:
+        calls = [
+            lambda: api.excluded_ips(1),
+            lambda: api.excluded_countries(1),
+            lambda: api.create_goal(1, name="x", goal_type="path", config={"pathPattern": "/"}),
+            lambda: api.private_link_key(1),
+            lambda: api.generate_private_link(1),
+        ]
+        for call in calls:
+            with pytest.raises(APIError) as caught:
+                call()
+            assert type(caught.value) is APIError
+            assert caught.value.code == "INVALID_RESPONSE"
+
+
+def test_client_errors016_url_without_host_is_a_connection_error():
+    with AnalyticsAPI("http:///api") as api, pytest.raises(APIConnectionError):
+        api.health()
