@@ -108,3 +108,21 @@ def test_client_exports004_interface_signatures():
     ).split():
         assert callable(getattr(api, method)), method
         assert getattr(api, method).__doc__, f"{method} has no docstring"
+
+
+def test_client_exports005_sdk_imports_only_stdlib_httpx_and_pydantic():
+    import ast
+    import sys
+    from pathlib import Path
+
+    allowed = set(sys.stdlib_module_names) | {"httpx", "pydantic", "api_client", "__future__"}
+    for module in (client, errors, models, query, api_client):
+        tree = ast.parse(Path(module.__file__).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                roots = [node.module.split(".")[0]]
+            else:
+                continue
+            assert set(roots) <= allowed, f"{module.__name__} imports {roots}"
