@@ -106,11 +106,16 @@ def card(
     id: str | dict | None = None,  # noqa: A002 - Dash's name for it
     actions: Any = None,
     class_name: str = "",
+    title_id: str | None = None,
 ) -> html.Section:
-    """A white panel with an optional title row (title on the left, actions on the right)."""
+    """A white panel with an optional title row (title on the left, actions on the right).
+
+    ``title_id`` gives the title an id so a callback can change it.
+    """
     body: list[Any] = []
-    if title or actions is not None:
-        head: list[Any] = [html.H2(title or "", className="card-title")]
+    if title or actions is not None or title_id:
+        title_kwargs: dict[str, Any] = {"id": title_id} if title_id else {}
+        head: list[Any] = [html.H2(title or "", className="card-title", **title_kwargs)]
         if actions is not None:
             head.append(html.Div(actions, className="card-actions"))
         body.append(html.Div(head, className="card-head"))

@@ -316,10 +316,12 @@ def overview_strip(current: Any, previous: Any = None) -> html.Div:
             return None
         return source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
 
+    # Without sessions in the previous period there is nothing to compare any figure with.
+    comparable = bool(value(previous, "sessions"))
     tiles = []
     for key, label, fmt, rise_is_good in OVERVIEW_METRICS:
         now, before = value(current, key), value(previous, key)
-        text, direction = format_change(now, before)
+        text, direction = format_change(now, before) if comparable else ("–", "none")
         tone = "neutral"
         if direction in ("up", "down"):
             tone = "good" if (direction == "up") == rise_is_good else "bad"

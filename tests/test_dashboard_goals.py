@@ -1,0 +1,162 @@
+"""Browser tests of the goals and goal-sessions pages: create, validation beside the field, edit, clone, delete,
+open sessions, and the view controls (dates, filter) changing the numbers."""
+
+from __future__ import annotations
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from api_backend.app import create_app
+from dashboard.app import create_dashboard
+from tests.support import PASSWORD, live_server, make_account, make_site
+from tests.test_dashboard_frame_data import load_demo
+
+
+@pytest.fixture
+def api_base(settings, services):
+    with live_server(create_app(settings, services)) as base:
+        yield base
+
+
+def sign_in(dash_duo, email: str) -> None:
+    dash_duo.wait_for_element("#login-email", timeout=10)
+    dash_duo.find_element("#login-email").send_keys(email)
+    dash_duo.find_element("#login-password").send_keys(PASSWORD)
+    dash_duo.find_element("#login-submit").click()
+    dash_duo.wait_for_element("#sites-list", timeout=10)
+
+
+def fill(dash_duo, selector: str, text: str) -> None:
+    element = dash_duo.find_element(selector)
+    dash_duo.clear_input(element)
+    element.send_keys(text)
+
+
+def goal_rows(dash_duo) -> list[list[str]]:
+    rows = dash_duo.find_elements("#goals-table tbody tr")
+    return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+
+
+def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services, api_base, output_dir):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.find_element(f"#site-{site.site_id}").click()
+    dash_duo.wait_for_contains_text("#goals-body", "No goals yet", timeout=10)
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
+
+    # Create a path goal.
+    dash_duo.find_element("#goals-new").click()
+    dash_duo.wait_for_element("#goals-form-name", timeout=5)
+    fill(dash_duo, "#goals-form-name", "Pricing")
+    fill(dash_duo, "#goals-form-path", "/pricing")
+    dash_duo.driver.save_screenshot(str(output_dir / "goals-form.png"))
+    dash_duo.find_element("#goals-form-save").click()
+    dash_duo.wait_for_element("#goals-table", timeout=10)
+    dash_duo.wait_for_contains_text("#goals-table", "40.0%", timeout=10)
+    [row] = goal_rows(dash_duo)
+    assert row[0] == "Pricing" and row[2] == "/pricing" and row[3] == "4" and row[4] == "10"
+
+    # A bad pattern: the API's message appears beside the path field and nothing is saved.
+    dash_duo.find_element("#goals-new").click()
+    fill(dash_duo, "#goals-form-name", "Broken")
+    dash_duo.find_element("#goals-form-save").click()
+    path_error = '[id=\'{"field":"path_pattern","type":"goals-form-error"}\']'
+    dash_duo.wait_for_element(path_error, timeout=10)
+    dash_duo.wait_for_contains_text(path_error, "empty", timeout=10)
+    dash_duo.driver.save_screenshot(str(output_dir / "goals-form-error.png"))
+    dash_duo.find_element("#goals-form-cancel-2").click()
+    assert len(goal_rows(dash_duo)) == 1
+
+    # An event goal with a property.
+    dash_duo.find_element("#goals-new").click()
+    fill(dash_duo, "#goals-form-name", "Pro signup")
+    dash_duo.find_element("#goals-form-type label:nth-child(2)").click()
+    dash_duo.wait_for_element("#goals-form-event", timeout=5)
+    fill(dash_duo, "#goals-form-event", "signup")
+    fill(dash_duo, "#goals-form-property-key", "plan")
+    fill(dash_duo, "#goals-form-property-value", "pro")
+    dash_duo.find_element("#goals-form-save").click()
+    dash_duo.wait_for_contains_text("#goals-table", "signup where plan = pro", timeout=10)
+    rows = {r[0]: r for r in goal_rows(dash_duo)}
+    assert rows["Pro signup"][3:6] == ["2", "10", "20.0%"]
+
+    # Edit the path goal's name and pattern ("/pric*" still matches /pricing only).
+    pricing_id = next(g.goal_id for g in services.metadata.all_goals(site.site_id) if g.name == "Pricing")
+    dash_duo.find_element(f'[id=\'{{"action":"edit","goal":{pricing_id},"type":"goals-action"}}\']').click()
+    dash_duo.wait_for_text_to_equal("#goals-form-title", "Edit goal", timeout=5)
+    assert dash_duo.find_element("#goals-form-path").get_attribute("value") == "/pricing"
+    fill(dash_duo, "#goals-form-name", "Pricing page")
+    fill(dash_duo, "#goals-form-path", "/pric*")
+    dash_duo.find_element("#goals-form-save").click()
+    dash_duo.wait_for_contains_text("#goals-table", "Pricing page", timeout=10)
+    rows = {r[0]: r for r in goal_rows(dash_duo)}
+    assert rows["Pricing page"][2:6] == ["/pric*", "4", "10", "40.0%"]
+
+    # Clone it, then delete the clone after confirming.
+    dash_duo.find_element(f'[id=\'{{"action":"clone","goal":{pricing_id},"type":"goals-action"}}\']').click()
+    dash_duo.wait_for_text_to_equal("#goals-form-title", "Clone goal", timeout=5)
+    assert dash_duo.find_element("#goals-form-name").get_attribute("value") == "Pricing page (copy)"
+    dash_duo.find_element("#goals-form-save").click()
+    dash_duo.wait_for_contains_text("#goals-table", "Pricing page (copy)", timeout=10)
+    assert len(goal_rows(dash_duo)) == 3
+    dash_duo.driver.save_screenshot(str(output_dir / "goals.png"))
+    clone_id = next(g.goal_id for g in services.metadata.all_goals(site.site_id) if g.name == "Pricing page (copy)")
+    dash_duo.find_element(f'[id=\'{{"action":"delete","goal":{clone_id},"type":"goals-action"}}\']').click()
+    dash_duo.wait_for_contains_text("#goals-delete-text", "Pricing page (copy)", timeout=5)
+    dash_duo.driver.save_screenshot(str(output_dir / "goals-delete.png"))
+    dash_duo.find_element("#goals-delete-yes").click()
+    dash_duo.wait_for_contains_text("#goals-status", "deleted", timeout=10)
+    assert sorted(r[0] for r in goal_rows(dash_duo)) == ["Pricing page", "Pro signup"]
+    assert services.metadata.goal(clone_id) is None
+
+    # A goal opens its converted sessions.
+    dash_duo.find_element(f"#goal-row-{pricing_id} a.goal-name").click()
+    dash_duo.wait_for_element("#goal-sessions-table", timeout=10)
+    dash_duo.wait_for_contains_text("#goal-sessions-title", "Pricing page", timeout=10)
+    cells = dash_duo.find_elements("#goal-sessions-table td[data-dash-column='channel']")
+    assert sorted(c.text for c in cells) == ["Direct", "Organic Search", "Organic Search", "Referral"]
+    dash_duo.driver.save_screenshot(str(output_dir / "goal-sessions.png"))
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, api_base, output_dir):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.find_element(f"#site-{site.site_id}").click()
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
+    dash_duo.wait_for_contains_text("#goals-table", "40.0%", timeout=10)
+
+    # 90 days brings in the old session: 11 sessions, 5 conversions.
+    dash_duo.find_element("#frame-date-preset label:nth-child(4)").click()
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "11", timeout=10)
+    dash_duo.wait_for_contains_text("#goals-table", "45.5%", timeout=10)
+    assert "start_date=" in dash_duo.driver.current_url
+
+    # Back to 30 days, then only direct sessions: 3 sessions, 1 conversion.
+    dash_duo.find_element("#frame-date-preset label:nth-child(3)").click()
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
+    dash_duo.select_dcc_dropdown("#frame-filter-parameter", value="Channel")
+    fill(dash_duo, "#frame-filter-value", "Direct")
+    dash_duo.find_element("#frame-filter-add").click()
+    dash_duo.wait_for_contains_text("#frame-filter-chips", "Channel is Direct", timeout=10)
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "3", timeout=10)
+    dash_duo.wait_for_contains_text("#goals-table", "33.3%", timeout=10)
+    dash_duo.driver.save_screenshot(str(output_dir / "goals-filtered.png"))
+
+    # The URL carries the whole view: opening it again shows the same numbers.
+    url = dash_duo.driver.current_url
+    assert "filters=" in url
+    dash_duo.driver.get(url)
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "3", timeout=10)
+
+    # Removing the chip restores the unfiltered view.
+    dash_duo.find_element(".chip-remove").click()
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
