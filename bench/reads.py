@@ -1,0 +1,223 @@
+"""The read block at one size: seed N events, then time every logical query through the API, on DuckDB and on
+ClickHouse, interleaved run by run so that noise from the shared machine hits the three alike.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from api_backend.settings import load_settings
+from api_backend.store.duckdb import DuckDBEventStore
+from bench.accounts import BenchAccount, create_account
+from bench.clickhouse import ClickHouseEngine
+from bench.queries import BENCH_GOALS, QUERIES, ReadContext, find_top_error
+from bench.server import RSSSampler, ServerProcess, sitelens_command
+from bench.stats import summarize
+
+__all__ = ["ERROR_MESSAGES", "SEED", "run_reads", "seed_events"]
+
+SEED = 20261121
+DAYS = 30
+ERROR_MESSAGES = 20
+
+
+def seed_events(account: BenchAccount, n: int, now: datetime) -> dict[str, Any]:
+    """Run ``sitelens seed`` for ``n`` events (30 days, 20 error messages); return wall time and peak RSS."""
+    command = [
+        *sitelens_command(),
+        "seed",
+        "--site",
+        str(account.site_id),
+        "--events",
+        str(n),
+        "--days",
+        str(DAYS),
+        "--seed",
+        str(SEED),
+        "--now",
+        now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "--error-messages",
+        str(ERROR_MESSAGES),
+        "--data-dir",
+        str(account.data_dir),
+    ]
+    started = time.perf_counter()
+    with open(account.data_dir / "seed.log", "wb") as log:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
+        sampler = RSSSampler(proc.pid, interval=0.1)
+        out, _ = proc.communicate()
+        peak = sampler.peak
+        sampler.stop()
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"sitelens seed failed ({proc.returncode}); see {account.data_dir / 'seed.log'}")
+    return {
+        "events": n,
+        "seconds": seconds,
+        "events_per_s": n / seconds,
+        "peak_rss_bytes": peak,
+        "output": out.decode().strip(),
+    }
+
+
+def _create_goals(client: httpx.Client, site_id: int) -> list[tuple[int, str, str, dict[str, Any]]]:
+    created = []
+    for name, goal_type, config in BENCH_GOALS:
+        response = client.post(f"/sites/{site_id}/goals", json={"name": name, "goalType": goal_type, "config": config})
+        response.raise_for_status()
+        created.append((response.json()["goalId"], name, goal_type, config))
+    # The goals page lists the newest first; keep that order so the direct query is the route's query.
+    return list(reversed(created))
+
+
+def _same(a: Any, b: Any) -> bool:
+    return _normal(a) == _normal(b)
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _normal(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normal(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 3)
+    return value
+
+
+def _diff(reference: Any, other: Any) -> str:
+    a, b = _normal(reference), _normal(other)
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(set(a) | set(b))
+        parts = [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
+        return "; ".join(parts)[:600]
+    return f"{a!r} vs {b!r}"[:600]
+
+
+def _timed(fn: Callable[[ReadContext], Any], ctx: ReadContext) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = fn(ctx)
+    return time.perf_counter() - started, value
+
+
+def run_reads(
+    work_dir: Path,
+    size: int,
+    ch: ClickHouseEngine,
+    *,
+    runs: int = 10,
+    warmups: int = 2,
+    only: set[str] | None = None,
+    with_server: Callable[[ServerProcess, BenchAccount], dict[str, Any]] | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Seed ``size`` events into a fresh data dir and measure every query; ``with_server`` runs while the API is up."""
+    data_dir = work_dir / f"reads-{size}"
+    shutil.rmtree(data_dir, ignore_errors=True)
+    account = create_account(data_dir)
+    now = datetime.now(UTC).replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
+    start_date, end_date = (now - timedelta(days=DAYS)).date(), (now - timedelta(days=1)).date()
+
+    log(f"  seeding {size:,} events with `sitelens seed`")
+    seeding = seed_events(account, size, now)
+    log(f"    {seeding['seconds']:.1f} s ({seeding['events_per_s']:,.0f} events/s)")
+
+    # The server will hold the event file's lock: direct DuckDB runs use a byte copy of the seeded file.
+    events_path = Path(load_settings({}, data_dir=str(data_dir)).events_path)
+    direct_dir = work_dir / f"direct-{size}"
+    shutil.rmtree(direct_dir, ignore_errors=True)
+    direct_dir.mkdir(parents=True)
+    direct_path = direct_dir / "events.duckdb"
+    shutil.copyfile(events_path, direct_path)
+    db_bytes = events_path.stat().st_size
+
+    log("  loading the same rows into ClickHouse (chdb)")
+    ch_rows, ch_seconds = ch.load_from_duckdb(direct_path)
+    log(f"    {ch_rows:,} rows in {ch_seconds:.1f} s")
+
+    duck = DuckDBEventStore(direct_path)
+    duck_rows = duck.count()
+    server = ServerProcess(data_dir).start()
+    result: dict[str, Any] = {
+        "events": size,
+        "seeding": seeding,
+        "duckdb_file_bytes": db_bytes,
+        "clickhouse_load": {"rows": ch_rows, "seconds": ch_seconds},
+        "duckdb_rows": duck_rows,
+        "window": {"start_date": start_date.isoformat(), "end_date": end_date.isoformat(), "time_zone": "UTC"},
+        "runs": runs,
+        "warmups": warmups,
+        "queries": {},
+    }
+    rss: dict[str, int] = {}
+    try:
+        client = httpx.Client(base_url=server.api_url, headers=account.headers, timeout=600)
+        goals = _create_goals(client, account.site_id)
+        account.goals = {name: goal_id for goal_id, name, _, _ in goals}
+        ctx = ReadContext(
+            site_id=account.site_id,
+            organization_id=account.organization_id,
+            start_date=start_date.isoformat(),
+            end_date=end_date.isoformat(),
+            goals=goals,
+            http=client,
+            duck=duck,
+            ch=ch,
+        )
+        ctx.top_error = find_top_error(ctx)
+        assert server.sampler is not None
+        with server.sampler.block(rss, "reads"):
+            for query in QUERIES:
+                if only and query.name not in only:
+                    continue
+                log(f"  {query.name}")
+                result["queries"][query.name] = _measure(query, ctx, runs, warmups)
+                q = result["queries"][query.name]
+                log(
+                    f"    API {q['api']['median'] * 1000:.0f} ms, DuckDB {q['duckdb']['median'] * 1000:.0f} ms, "
+                    f"ClickHouse {q['clickhouse']['median'] * 1000:.0f} ms"
+                    + ("" if q["match_duckdb"] and q["match_clickhouse"] else "  (MISMATCH)")
+                )
+        if with_server is not None:
+            with server.sampler.block(rss, "dashboard"):
+                result["dashboard"] = with_server(server, account)
+        client.close()
+    finally:
+        server.stop()
+        duck.close()
+    result["peak_rss_bytes"] = rss
+    shutil.rmtree(direct_dir, ignore_errors=True)
+    return result
+
+
+def _measure(query: Any, ctx: ReadContext, runs: int, warmups: int) -> dict[str, Any]:
+    samples: dict[str, list[float]] = {"api": [], "duckdb": [], "clickhouse": []}
+    engines = (("api", query.http), ("duckdb", query.duck), ("clickhouse", query.ch))
+    first: dict[str, Any] = {}
+    for i in range(warmups + runs):
+        for name, fn in engines:
+            seconds, value = _timed(fn, ctx)
+            if i == 0:
+                first[name] = value
+            if i >= warmups:
+                samples[name].append(seconds)
+    out: dict[str, Any] = {"route": query.route}
+    for name, values in samples.items():
+        out[name] = summarize(values)
+        out[name]["samples"] = values
+    out["ratio_api_duckdb"] = out["api"]["median"] / out["duckdb"]["median"]
+    out["ratio_api_clickhouse"] = out["api"]["median"] / out["clickhouse"]["median"]
+    out["match_duckdb"] = _same(first["api"], first["duckdb"])
+    out["match_clickhouse"] = _same(first["api"], first["clickhouse"])
+    if not out["match_duckdb"]:
+        out["mismatch_duckdb"] = _diff(first["api"], first["duckdb"])
+    if not out["match_clickhouse"]:
+        out["mismatch_clickhouse"] = _diff(first["api"], first["clickhouse"])
+    return out
