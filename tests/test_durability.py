@@ -1,0 +1,93 @@
+"""A 200 from /api/track means committed: SIGKILL the server right after the last answer, every event is there."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import httpx
+
+from api_backend.services import open_services
+from api_backend.settings import load_settings
+from tests.support import free_port, make_account, make_site
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "durability-secret-0123456789"
+BROWSER = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+)
+SERVER = (
+    "import uvicorn\n"
+    "from api_backend.app import create_app\n"
+    "from api_backend.settings import load_settings\n"
+    "uvicorn.run(create_app(load_settings()), host='127.0.0.1', port={port}, log_level='warning')\n"
+)
+EVENTS = 400
+
+
+async def _send_all(base: str, site_id: int) -> list[str]:
+    """Send every event concurrently; return the paths the server acknowledged with 200."""
+    limits = httpx.Limits(max_connections=32)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30, headers={"User-Agent": BROWSER}) as client:
+
+        async def one(i: int) -> str | None:
+            body = {"site_id": site_id, "type": "custom_event", "event_name": "durable", "pathname": f"/e{i}"}
+            response = await client.post("/api/track", json=body)
+            return body["pathname"] if response.status_code == 200 and response.json() == {"success": True} else None
+
+        results = await asyncio.gather(*(one(i) for i in range(EVENTS)))
+    return [path for path in results if path]
+
+
+def test_durability001_acknowledged_events_survive_kill_9(tmp_path):
+    data_dir = tmp_path / "data"
+    settings = load_settings({}, data_dir=str(data_dir), secret_key=SECRET)
+    services = open_services(settings)
+    site = make_site(services, make_account(services, "durable@example.com"))
+    services.close()
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")}
+    env.update({"SITELENS_DATA_DIR": str(data_dir), "SITELENS_SECRET_KEY": SECRET, "PYTHONPATH": str(ROOT)})
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER.format(port=port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert server.poll() is None, server.stderr.read().decode() if server.stderr else "server exited"
+            try:
+                if httpx.get(base + "/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.1)
+        acknowledged = asyncio.run(_send_all(base, site.site_id))
+        os.kill(server.pid, signal.SIGKILL)  # no shutdown hook, no checkpoint: only committed data survives
+        server.wait(timeout=10)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=10)
+    assert server.returncode == -signal.SIGKILL
+    assert len(acknowledged) == EVENTS
+
+    con = duckdb.connect(str(data_dir / "events.duckdb"))
+    try:
+        stored = {row[0] for row in con.execute("SELECT pathname FROM events WHERE event_name = 'durable'").fetchall()}
+    finally:
+        con.close()
+    missing = set(acknowledged) - stored
+    assert not missing, f"{len(missing)} acknowledged events were lost"
