@@ -94,6 +94,7 @@ GOAL_SESSIONS_CSV_DOWNLOAD = "goal-sessions-csv-download"
 # --- channel ranking ------------------------------------------------------------------------------------
 CHANNELS_GOAL = "channels-goal"
 CHANNELS_BODY = "channels-body"
+CHANNELS_SHOWN = "channels-shown"  # dcc.Store: the goal whose ranking is shown
 CHANNELS_TABLE = "channels-table"
 CHANNELS_CHART = "channels-chart"
 CHANNELS_CSV = "channels-csv"

@@ -67,13 +67,21 @@ def format_duration(seconds: float | int | None) -> str:
     return f"{secs}s"
 
 
-def format_change(current: float | int | None, previous: float | int | None) -> tuple[str, str]:
-    """The relative change from ``previous`` to ``current`` as (text, direction).
+def format_change(
+    current: float | int | None, previous: float | int | None, *, points: bool = False
+) -> tuple[str, str]:
+    """The change from ``previous`` to ``current`` as (text, direction): relative, or in percentage points.
 
-    Direction is ``"up"``, ``"down"``, ``"flat"`` or ``"none"`` (no previous value to compare with).
+    Use ``points`` for figures that are percentages themselves (bounce rate): 40% -> 50% is "+10.0 pts", not
+    "+25.0%". Direction is ``"up"``, ``"down"``, ``"flat"`` or ``"none"`` (no previous value to compare with).
     """
     if not _is_number(current) or not _is_number(previous):
         return "–", "none"
+    if points:
+        delta = current - previous
+        if abs(delta) < 0.05:
+            return "0 pts", "flat"
+        return f"{delta:+.1f} pts", "up" if delta > 0 else "down"
     if previous == 0:
         return ("new", "up") if current > 0 else ("0%", "flat")
     change = (current - previous) / abs(previous) * 100

@@ -321,7 +321,7 @@ def overview_strip(current: Any, previous: Any = None) -> html.Div:
     tiles = []
     for key, label, fmt, rise_is_good in OVERVIEW_METRICS:
         now, before = value(current, key), value(previous, key)
-        text, direction = format_change(now, before) if comparable else ("–", "none")
+        text, direction = format_change(now, before, points=key == "bounce_rate") if comparable else ("–", "none")
         tone = "neutral"
         if direction in ("up", "down"):
             tone = "good" if (direction == "up") == rise_is_good else "bad"
