@@ -1,0 +1,154 @@
+"""``python -m bench``: run the benchmarks and write ``BENCHMARKS.md`` and ``bench/results.json``.
+
+    python -m bench                                  # everything: ingestion, 1M and 10M reads, dashboard
+    python -m bench --sizes 1000000 --runs 10        # reads at one size (plus ingestion and dashboard)
+    python -m bench --skip-ingest --skip-dashboard   # reads only
+    python -m bench --quick                          # a fast smoke run: 100k events, 3 runs, short ingestion
+
+Blocks this run does not measure are kept from the previous ``bench/results.json`` (``--fresh`` drops them), so
+parts can be re-run one at a time; every block records the date and command that measured it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.report import machine_info, render_markdown, stamp
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results.json"
+MARKDOWN = ROOT / "BENCHMARKS.md"
+
+
+def _sizes(raw: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in raw.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a comma-separated list of event counts") from None
+    if not sizes or any(s < 1000 for s in sizes):
+        raise argparse.ArgumentTypeError("sizes must be at least 1000 events")
+    return sizes
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Options of ``python -m bench``."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=_sizes, default=[1_000_000, 10_000_000], help="event counts to seed and query")
+    parser.add_argument("--runs", type=int, default=10, help="timed warm runs per query and engine (default 10)")
+    parser.add_argument("--warmups", type=int, default=2, help="untimed runs before timing (default 2)")
+    parser.add_argument("--queries", help="comma-separated query names to run (default: all)")
+    parser.add_argument("--ingest-seconds", type=float, default=20.0, help="measured seconds per ingestion scenario")
+    parser.add_argument("--dashboard-runs", type=int, default=5, help="page loads per dashboard page and mode")
+    parser.add_argument("--skip-ingest", action="store_true", help="do not run the ingestion block")
+    parser.add_argument("--skip-reads", action="store_true", help="do not seed or time read routes")
+    parser.add_argument("--skip-dashboard", action="store_true", help="do not time dashboard pages")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 100k events, 3 runs, 5 s ingestion")
+    parser.add_argument("--fresh", action="store_true", help="drop blocks of previous runs from results.json")
+    parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "data", help="scratch data (git-ignored)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where to write the JSON results")
+    parser.add_argument("--markdown", type=Path, default=MARKDOWN, help="where to write BENCHMARKS.md")
+    parser.add_argument("--keep-data", action="store_true", help="keep the seeded data dirs after the run")
+    parser.add_argument("--render-only", action="store_true", help="only re-render BENCHMARKS.md from results.json")
+    return parser
+
+
+def _log(message: str) -> None:
+    print(message, flush=True)
+
+
+def _load(path: Path, fresh: bool) -> dict[str, Any]:
+    if fresh or not path.exists():
+        return {}
+    return json.loads(path.read_text())
+
+
+def _save(results: dict[str, Any], args: argparse.Namespace) -> None:
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(results, indent=1, sort_keys=False, default=str) + "\n")
+    args.markdown.write_text(render_markdown(results))
+
+
+def _run_record(command: str) -> dict[str, Any]:
+    return {"date": stamp(), "command": command, "load_before": _loadavg()}
+
+
+def _loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the selected blocks; write results after each block so a long run keeps what it measured."""
+    args = build_parser().parse_args(argv)
+    command = "python -m bench " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = command.strip()
+    results = _load(args.results, args.fresh)
+    if args.render_only:
+        args.markdown.write_text(render_markdown(results))
+        return 0
+    if args.quick:
+        args.sizes, args.runs, args.warmups = [100_000], 3, 1
+        args.ingest_seconds, args.dashboard_runs = 5.0, 2
+    results["machine"] = machine_info()
+    results.setdefault("runs", {})
+    results.setdefault("reads", {})
+    work = args.work_dir.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    if not args.skip_ingest:
+        from bench.ingest import run_ingestion
+
+        _log("ingestion")
+        record = _run_record(command)
+        shutil.rmtree(work / "ingest", ignore_errors=True)
+        results["ingestion"] = run_ingestion(
+            work, duration=args.ingest_seconds, warmup=min(3.0, args.ingest_seconds / 2), log=_log
+        )
+        record["load_after"] = _loadavg()
+        results["runs"]["ingestion"] = record
+        _save(results, args)
+
+    if not args.skip_reads:
+        from bench.clickhouse import ClickHouseEngine
+        from bench.reads import run_reads
+
+        only = {q.strip() for q in args.queries.split(",")} if args.queries else None
+        shutil.rmtree(work / "chdb", ignore_errors=True)
+        ch = ClickHouseEngine(work / "chdb")  # chdb allows one data path per process: one engine for all sizes
+        results["clickhouse_version"] = ch.version
+        largest = max(args.sizes)
+        for size in args.sizes:
+            _log(f"reads at {size:,} events")
+            record = _run_record(command)
+            with_server = None
+            if size == largest and not args.skip_dashboard:
+                from bench.dashboard import run_dashboard
+
+                def with_server(server, account, _runs=args.dashboard_runs):  # noqa: ANN001, ANN202
+                    return run_dashboard(server, account, runs=_runs, log=_log)
+
+            results["reads"][str(size)] = run_reads(
+                work, size, ch, runs=args.runs, warmups=args.warmups, only=only, with_server=with_server, log=_log
+            )
+            record["load_after"] = _loadavg()
+            results["runs"][f"reads {size:,}"] = record
+            _save(results, args)
+            if not args.keep_data:
+                shutil.rmtree(work / f"reads-{size}", ignore_errors=True)
+        ch.close()
+
+    _save(results, args)
+    _log(f"done in {time.perf_counter() - started:.0f} s: wrote {args.markdown} and {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

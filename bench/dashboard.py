@@ -1,0 +1,168 @@
+"""Dashboard page times in headless Chromium: from navigation start to the goals table / errors list on screen.
+
+A script installed before every document (Chrome DevTools ``Page.addScriptToEvaluateOnNewDocument``) watches the
+DOM and records ``performance.now()`` (milliseconds since navigation start) when the page's data first appears, so
+the figure excludes WebDriver's own polling.
+
+- **first view**: a fresh sign-in (a new token, so the dashboard's server-side response cache has nothing for it)
+  and an emptied browser cache, then the page is opened.
+- **cached**: the same page opened again right after (browser assets and the dashboard's API responses cached).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.accounts import BENCH_EMAIL, BENCH_PASSWORD, BenchAccount
+from bench.server import ServerProcess
+from bench.stats import summarize
+
+__all__ = ["PAGES", "run_dashboard"]
+
+# page name -> (path, CSS selector of the data being on screen)
+PAGES: dict[str, tuple[str, str]] = {
+    "goals": ("/goals", "#goals-table tbody tr"),
+    "errors": ("/errors", "#errors-groups tbody tr, #errors-groups [id*='errors-group'], #errors-groups li"),
+}
+
+_WATCH = """
+(function () {
+  const want = %s;
+  const marks = {};
+  window.__benchMarks = marks;
+  const check = () => {
+    for (const [name, selector] of Object.entries(want)) {
+      if (!(name in marks) && document.querySelector(selector)) marks[name] = performance.now();
+    }
+  };
+  new MutationObserver(check).observe(document, {childList: true, subtree: true});
+})();
+"""
+
+
+def _driver() -> Any:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(flag)
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary:
+        options.binary_location = binary
+    driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+    return webdriver.Chrome(service=Service(driver_path), options=options)
+
+
+def _sign_in(driver: Any, base: str, timeout: float = 30) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(base + "/login")
+    wait = WebDriverWait(driver, timeout)
+    wait.until(ec.presence_of_element_located((By.ID, "login-email"))).send_keys(BENCH_EMAIL)
+    driver.find_element(By.ID, "login-password").send_keys(BENCH_PASSWORD)
+    driver.find_element(By.ID, "login-submit").click()
+    wait.until(lambda d: "/login" not in d.current_url)
+
+
+def _open(driver: Any, url: str, name: str, timeout: float = 60) -> float | None:
+    """Open ``url``; seconds from navigation start until the page's data is on screen (None on timeout)."""
+    driver.get(url)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        mark = driver.execute_script("return (window.__benchMarks || {})[arguments[0]];", name)
+        if mark is not None:
+            return float(mark) / 1000
+        time.sleep(0.02)
+    return None
+
+
+def _page_exists(path: str) -> bool:
+    from dashboard.app import PAGES_FOLDER
+
+    return (PAGES_FOLDER / (path.strip("/") + ".py")).exists()
+
+
+def run_dashboard(
+    server: ServerProcess, account: BenchAccount, *, runs: int = 5, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Time each dashboard page ``runs`` times in both modes; a page not in the dashboard yet is reported as such."""
+    out: dict[str, Any] = {
+        "method": (
+            "Headless Chromium (Debian) driven by Selenium against `sitelens serve` (dashboard and API in one "
+            "process). Time = navigation start to the first data row in the DOM (a MutationObserver records "
+            "`performance.now()`). "
+            "First view = new sign-in token (empty dashboard response cache) and an emptied browser cache; "
+            "cached = the same page opened again at once. Window: the seeded site's default view plus its 30 days."
+        ),
+        "pages": {},
+        "notes": [],
+    }
+    try:
+        driver = _driver()
+    except Exception as exc:  # no browser on this machine: report, do not fail the whole run
+        out["notes"].append(f"no browser available: {str(exc).splitlines()[0]}")
+        return out
+    try:
+        driver.execute_cdp_cmd("Network.enable", {})
+        want = {name: selector for name, (_, selector) in PAGES.items()}
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _WATCH % _json(want)})
+        for name, (path, _selector) in PAGES.items():
+            if not _page_exists(path):
+                out["notes"].append(f"the {name} page (`{path}`) is not in the dashboard yet: not measured")
+                continue
+            start, end = _window()
+            url = f"{server.base_url}{path}?site={account.site_id}&start_date={start}&end_date={end}&time_zone=UTC"
+            first: list[float] = []
+            cached: list[float] = []
+            failures = 0
+            log(f"  dashboard {name}: {runs} first views and {runs} cached views")
+            for _ in range(runs):
+                driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+                _sign_in(driver, server.base_url)
+                seconds = _open(driver, url, name)
+                if seconds is None:
+                    failures += 1
+                    continue
+                first.append(seconds)
+                seconds = _open(driver, url, name)
+                if seconds is None:
+                    failures += 1
+                    continue
+                cached.append(seconds)
+            if not first or not cached:
+                out["notes"].append(f"the {name} page never showed its data within 60 s ({failures} time-outs)")
+                continue
+            out["pages"][name] = {
+                "path": path,
+                "url": url.replace(server.base_url, ""),
+                "first": summarize(first),
+                "cached": summarize(cached),
+                "timeouts": failures,
+            }
+            log(
+                f"    first {out['pages'][name]['first']['median'] * 1000:.0f} ms, "
+                f"cached {out['pages'][name]['cached']['median'] * 1000:.0f} ms"
+            )
+    finally:
+        driver.quit()
+    return out
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def _window() -> tuple[str, str]:
+    """The 30 seeded days (the same window the read block queries)."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC).replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
+    return (now - timedelta(days=30)).date().isoformat(), (now - timedelta(days=1)).date().isoformat()

@@ -1,0 +1,332 @@
+"""``BENCHMARKS.md`` from ``bench/results.json``: the machine, the command, every table, and the targets.
+
+Each figure sits beside its reference measured in the same run (API beside DuckDB and ClickHouse, single-event
+ingestion beside the no-op ceiling), because ratios are what survive a change of machine. The hand-written
+analysis (profiles, causes, proposed fixes) lives in ``bench/analysis.md`` and is copied in verbatim.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+__all__ = ["machine_info", "render_markdown", "targets"]
+
+ANALYSIS = Path(__file__).with_name("analysis.md")
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, core count, memory, OS and library versions of this machine."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        model = platform.processor()
+    import chdb
+    import duckdb
+    import fastapi
+    import uvicorn
+
+    return {
+        "cpu_model": model,
+        "nproc": os.cpu_count(),
+        "memory_bytes": psutil.virtual_memory().total,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "duckdb": duckdb.__version__,
+        "chdb": chdb.__version__,
+        "fastapi": fastapi.__version__,
+        "uvicorn": uvicorn.__version__,
+    }
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "-"
+    ms = seconds * 1000
+    return f"{ms:,.0f}" if ms >= 100 else f"{ms:,.1f}"
+
+
+def _mb(n: float | None) -> str:
+    return "-" if not n else f"{n / 2**20:,.0f} MB"
+
+
+def _x(ratio: float | None) -> str:
+    return "-" if ratio is None or math.isnan(ratio) else f"{ratio:.2f}"
+
+
+def _ok(flag: bool | None) -> str:
+    return "-" if flag is None else ("met" if flag else "**missed**")
+
+
+def _largest(results: dict[str, Any]) -> dict[str, Any] | None:
+    reads = results.get("reads") or {}
+    if not reads:
+        return None
+    return reads[max(reads, key=int)]
+
+
+def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    """(target, measured, met) for every target of issue 6, on the largest measured size."""
+    out: list[tuple[str, str, bool | None]] = []
+    ing = results.get("ingestion")
+    if ing:
+        single, batch = ing["single"], ing["batch"]
+        out.append(
+            (
+                "single-event ingestion >= 3,000 events/s",
+                f"{single['events_per_s']:,.0f} events/s",
+                single["events_per_s"] >= 3000,
+            )
+        )
+        out.append(("single-event p99 < 50 ms", f"{single['latency_p99_ms']:.1f} ms", single["latency_p99_ms"] < 50))
+        out.append(
+            (
+                "batched ingestion >= 100,000 events/s",
+                f"{batch['events_per_s']:,.0f} events/s",
+                batch["events_per_s"] >= 100_000,
+            )
+        )
+        ratio = ing["ratio_single_to_ceiling"]
+        out.append(("single-event throughput >= 0.5 x no-op ceiling", f"{ratio:.2f} x", ratio >= 0.5))
+    size = _largest(results)
+    if size:
+        label = f"{size['events']:,} events"
+        queries = size["queries"]
+        routes = {k: q for k, q in queries.items() if k != "channel recipe"}
+        if routes:
+            worst = max(routes, key=lambda k: routes[k]["api"]["median"])
+            p50 = routes[worst]["api"]["median"]
+            out.append((f"every read route p50 < 500 ms ({label})", f"slowest: {worst} {_ms(p50)} ms", p50 < 0.5))
+            worst_d = max(routes, key=lambda k: routes[k]["ratio_api_duckdb"])
+            r = routes[worst_d]["ratio_api_duckdb"]
+            out.append((f"API/DuckDB <= 1.3 on every route ({label})", f"worst: {worst_d} {r:.2f}", r <= 1.3))
+            worst_c = max(routes, key=lambda k: routes[k]["ratio_api_clickhouse"])
+            r = routes[worst_c]["ratio_api_clickhouse"]
+            out.append((f"API/ClickHouse <= 1.0 on every route ({label})", f"worst: {worst_c} {r:.2f}", r <= 1.0))
+        if "channel recipe" in queries:
+            p50 = queries["channel recipe"]["api"]["median"]
+            out.append((f"full channel recipe < 2 s ({label})", f"{_ms(p50)} ms", p50 < 2))
+        if "goal breakdown by channel" in queries:
+            p50 = queries["goal breakdown by channel"]["api"]["median"]
+            out.append((f"breakdown route < 500 ms ({label})", f"{_ms(p50)} ms", p50 < 0.5))
+        seeding = size["seeding"]
+        if size["events"] >= 10_000_000:
+            out.append(("seeding 10M events < 90 s", f"{seeding['seconds']:.1f} s", seeding["seconds"] < 90))
+    dash = (size or {}).get("dashboard") or results.get("dashboard")
+    if dash and dash.get("pages"):
+        goals = dash["pages"].get("goals")
+        if goals:
+            out.append(
+                (
+                    "dashboard goals page first view < 1.5 s",
+                    f"{_ms(goals['first']['median'])} ms",
+                    goals["first"]["median"] < 1.5,
+                )
+            )
+            out.append(
+                (
+                    "dashboard goals page cached < 300 ms",
+                    f"{_ms(goals['cached']['median'])} ms",
+                    goals["cached"]["median"] < 0.3,
+                )
+            )
+    peaks = []
+    if ing:
+        peaks += list(ing["peak_rss_bytes"].values())
+    for block in (results.get("reads") or {}).values():
+        peaks += list(block.get("peak_rss_bytes", {}).values())
+    if peaks:
+        out.append(("server peak RSS < 1.5 GB (every block)", _mb(max(peaks)), max(peaks) < 1.5 * 2**30))
+    return out
+
+
+def _ingestion(ing: dict[str, Any]) -> list[str]:
+    ceiling = ing["ceiling"]["requests_per_s"]
+    rows = [
+        "| scenario | connections | events/s | requests/s | p50 latency | p99 latency | vs ceiling | non-200 "
+        "| peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    names = {
+        "ceiling": f"ceiling: `{ing['ceiling_route']}` (reference)",
+        "single": "`POST /api/track`, one event per request",
+        "batch": f"`POST /api/track/batch`, {ing['batch_size']} events per request",
+    }
+    for key in ("ceiling", "single", "batch"):
+        s = ing[key]
+        conns = ing["batch_connections"] if key == "batch" else ing["connections"]
+        non_ok = s["requests"] - s["ok_responses"] + s.get("connection_errors", 0)
+        events = "-" if key == "ceiling" else f"{s['events_per_s']:,.0f}"
+        vs = "1.00" if key == "ceiling" else (f"{s['requests_per_s'] / ceiling:.2f}" if key == "single" else "-")
+        rows.append(
+            f"| {names[key]} | {conns} | {events} | {s['requests_per_s']:,.0f} | {s['latency_p50_ms']:.1f} ms "
+            f"| {s['latency_p99_ms']:.1f} ms | {vs} | {non_ok} | {_mb(ing['peak_rss_bytes'].get(key))} |"
+        )
+    return rows
+
+
+def _queries(size: dict[str, Any]) -> list[str]:
+    rows = [
+        "| query | API p50 | API p95 | DuckDB p50 | DuckDB p95 | ClickHouse p50 | ClickHouse p95 "
+        "| API/DuckDB | API/ClickHouse | same numbers |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, q in size["queries"].items():
+        same = (
+            "yes"
+            if q["match_duckdb"] and q["match_clickhouse"]
+            else (
+                "DuckDB: "
+                + ("yes" if q["match_duckdb"] else "NO")
+                + ", ClickHouse: "
+                + ("yes" if q["match_clickhouse"] else "NO")
+            )
+        )
+        rows.append(
+            f"| {name} | {_ms(q['api']['median'])} | {_ms(q['api']['p95'])} | {_ms(q['duckdb']['median'])} "
+            f"| {_ms(q['duckdb']['p95'])} | {_ms(q['clickhouse']['median'])} | {_ms(q['clickhouse']['p95'])} "
+            f"| {_x(q['ratio_api_duckdb'])} | {_x(q['ratio_api_clickhouse'])} | {same} |"
+        )
+    return rows
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    """The whole ``BENCHMARKS.md``."""
+    m = results["machine"]
+    lines = [
+        "# sitelens benchmarks",
+        "",
+        "Generated by `python -m bench` (`make bench`) from `bench/results.json`; do not edit by hand "
+        "(the analysis section comes from `bench/analysis.md`). Absolute times depend on the machine and on "
+        "whatever else runs on it; the ratios measured in the same run (API beside DuckDB and ClickHouse, "
+        "single-event ingestion beside the no-op ceiling) are what to steer by.",
+        "",
+        "## Machine and run",
+        "",
+        f"- CPU: {m['cpu_model']}, `nproc` = {m['nproc']}; memory {m['memory_bytes'] / 2**30:.1f} GiB; {m['os']}",
+        f"- Python {m['python']}, DuckDB {m['duckdb']}, chdb {m['chdb']} "
+        f"(ClickHouse {results.get('clickhouse_version', '?')}), FastAPI {m['fastapi']}, uvicorn {m['uvicorn']}",
+    ]
+    for block, info in results.get("runs", {}).items():
+        lines.append(
+            f"- {block}: measured {info['date']} with `{info['command']}` "
+            f"(load average before: {info.get('load_before', '?')}, after: {info.get('load_after', '?')})"
+        )
+    lines += [
+        "- The machine is shared: other jobs ran during some measurements, so spreads (p95) are wide; the three "
+        "engines of a query were run interleaved, run by run, so such noise hits them alike.",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {t} | {v} | {_ok(ok)} |" for t, v, ok in targets(results)]
+
+    ing = results.get("ingestion")
+    if ing:
+        lines += [
+            "",
+            "## Ingestion over HTTP (loopback)",
+            "",
+            f"Server: {ing['server']}, fresh data dir. Client: a closed-loop keep-alive HTTP/1.1 load generator "
+            f"(`bench/loadgen.py`, asyncio, in a separate process from the server), {ing['warmup_s']:.0f} s "
+            f"warm-up then {ing['duration_s']:.0f} s measured; only 200 responses count (single events answered "
+            "`tracked: false` would not count as ingested; batches count `accepted`). Single events look like the "
+            "browser tracker (no key, varied user agents); batches like a server-side import (API key, "
+            "`ip_address`, `user_agent`). "
+            f"The ceiling is `{ing['ceiling_route']}` on the same server with the same 32 connections: the cheapest "
+            "200 route there is (it still runs `SELECT 1` on both stores).",
+            "",
+        ]
+        lines += _ingestion(ing)
+
+    reads = results.get("reads") or {}
+    if reads:
+        lines += [
+            "",
+            "## Seeding and loading",
+            "",
+            "| events | `sitelens seed` wall time | events/s | seeder peak RSS "
+            "| DuckDB file | chdb load (rows, time) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for key in sorted(reads, key=int):
+            r = reads[key]
+            s = r["seeding"]
+            lines.append(
+                f"| {r['events']:,} | {s['seconds']:.1f} s | {s['events_per_s']:,.0f} | {_mb(s['peak_rss_bytes'])} "
+                f"| {_mb(r['duckdb_file_bytes'])} "
+                f"| {r['clickhouse_load']['rows']:,} in {r['clickhouse_load']['seconds']:.1f} s |"
+            )
+        for key in sorted(reads, key=int):
+            r = reads[key]
+            w = r["window"]
+            lines += [
+                "",
+                f"## Read routes at {r['events']:,} events",
+                "",
+                f"One site, {w['start_date']} to {w['end_date']} ({w['time_zone']}), 10 goals, 20 error messages, "
+                f"all channels. Times in ms over {r['runs']} warm runs (after {r['warmups']} warm-up runs) per engine. "
+                "API = the route over HTTP with an API key; DuckDB = the SQL that route runs (same query builders, "
+                "same store class) on a copy of the server's file; ClickHouse = equivalent ClickHouse SQL on chdb with "
+                'the same rows. "same numbers" compares the three results.',
+                "",
+            ]
+            lines += _queries(r)
+            mismatches = [
+                (name, q.get("mismatch_duckdb"), q.get("mismatch_clickhouse"))
+                for name, q in r["queries"].items()
+                if q.get("mismatch_duckdb") or q.get("mismatch_clickhouse")
+            ]
+            if mismatches:
+                lines += ["", "Result differences (API vs DuckDB / API vs ClickHouse):", ""]
+                for name, d, c in mismatches:
+                    lines.append(
+                        f"- {name}: " + "; ".join(x for x in (d and f"DuckDB: {d}", c and f"ClickHouse: {c}") if x)
+                    )
+            peaks = r.get("peak_rss_bytes", {})
+            lines += ["", "Server peak RSS: " + ", ".join(f"{k} {_mb(v)}" for k, v in peaks.items())]
+
+    dash = None
+    for r in reads.values():
+        if r.get("dashboard"):
+            dash = (r["events"], r["dashboard"])
+    if dash:
+        events, d = dash
+        lines += [
+            "",
+            f"## Dashboard (headless Chromium, {events:,} events)",
+            "",
+            d.get("method", ""),
+            "",
+            "| page | first view p50 | first view max | cached p50 | cached max | runs |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, page in d.get("pages", {}).items():
+            lines.append(
+                f"| {name} (`{page['path']}`) | {_ms(page['first']['median'])} | {_ms(page['first']['max'])} "
+                f"| {_ms(page['cached']['median'])} | {_ms(page['cached']['max'])} | {page['first']['n']} |"
+            )
+        for note in d.get("notes", []):
+            lines += ["", f"- {note}"]
+
+    if ANALYSIS.exists():
+        lines += ["", ANALYSIS.read_text().strip()]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def stamp() -> str:
+    """Now, in UTC, for the run records."""
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
