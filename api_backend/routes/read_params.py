@@ -20,7 +20,7 @@ from api_backend.query.sql import Query as SQLQuery
 from api_backend.query.window import Window, parse_window
 from api_backend.services import Services
 
-__all__ = ["ReadParams", "ReadQuery", "dialect_of", "run_query"]
+__all__ = ["ReadParams", "ReadQuery", "WindowQuery", "dialect_of", "run_query"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,24 @@ def read_params(
 
 
 ReadQuery = Annotated[ReadParams, Depends(read_params)]
+
+
+def window_params(
+    start_date: Annotated[str | None, Query(description="YYYY-MM-DD, with end_date, in time_zone")] = None,
+    end_date: Annotated[str | None, Query(description="YYYY-MM-DD (inclusive day), with start_date")] = None,
+    time_zone: Annotated[str | None, Query(description="IANA zone name; default UTC")] = None,
+    start_datetime: Annotated[str | None, Query(description="ISO instant (inclusive); no offset = UTC")] = None,
+    end_datetime: Annotated[str | None, Query(description="ISO instant (exclusive)")] = None,
+    past_minutes_start: Annotated[str | None, Query(description="minutes ago where the window starts")] = None,
+    past_minutes_end: Annotated[str | None, Query(description="minutes ago where the window ends")] = None,
+) -> ReadParams:
+    """The time parameters only, for routes that take no filters."""
+    return ReadParams(
+        start_date, end_date, time_zone, start_datetime, end_datetime, past_minutes_start, past_minutes_end
+    )
+
+
+WindowQuery = Annotated[ReadParams, Depends(window_params)]
 
 
 def dialect_of(services: Services) -> Dialect:

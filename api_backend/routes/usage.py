@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from api_backend.auth import OrgMember, ServicesDep
 from api_backend.query.usage import USAGE_COLUMNS, build_usage_query
 from api_backend.query.window import Window, local_midnight_utc, to_local
-from api_backend.routes.read_params import ReadQuery, dialect_of, run_query
+from api_backend.routes.read_params import WindowQuery, dialect_of, run_query
 
 router = APIRouter(tags=["organizations"])
 
@@ -18,7 +18,7 @@ DEFAULT_DAYS = 30
 
 
 @router.get("/org-event-count/{organization_id}")
-def org_event_count(access: OrgMember, services: ServicesDep, params: ReadQuery) -> dict[str, Any]:
+def org_event_count(access: OrgMember, services: ServicesDep, params: WindowQuery) -> dict[str, Any]:
     """One row per day of the window in time_zone (default: today and the 29 days before), zero-filled."""
     window = params.window()
     zone = window.zone
