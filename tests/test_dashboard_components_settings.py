@@ -32,7 +32,8 @@ def test_valid_ip_entries(entry):
         ("10.0.0.0/33", "is not valid CIDR notation"),
         ("10.0.0.9-10.0.0.1", "starts after it ends"),
         ("10.0.0.1-2001:db8::1", "mixes IPv4 and IPv6"),
-        ("10.0.0.1-", "is not an IPv4 or IPv6 address"),
+        ("10.0.0.1-", "is not a range of two addresses (nothing is not an address)"),
+        ("10.0.0.1-zzz", "is not a range of two addresses (zzz is not an address)"),
         ("", "is empty"),
     ],
 )

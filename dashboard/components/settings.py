@@ -133,11 +133,11 @@ def parse_entries(text: str | None) -> list[str]:
     return [item for item in _SPLIT.split(text or "") if item]
 
 
-def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         return ipaddress.ip_address(text.strip())
     except ValueError:
-        raise ValueError(f"{text.strip() or 'an empty value'} is not an IPv4 or IPv6 address") from None
+        return None
 
 
 def check_ip_entry(entry: str) -> str | None:
@@ -145,24 +145,25 @@ def check_ip_entry(entry: str) -> str | None:
     text = entry.strip()
     if not text:
         return "is empty"
-    try:
-        if "/" in text:
-            try:
-                ipaddress.ip_network(text, strict=False)
-            except ValueError:
-                return "is not valid CIDR notation (e.g. 10.0.0.0/8)"
-            return None
-        if "-" in text:
-            start_text, _, end_text = text.partition("-")
-            start, end = _address(start_text), _address(end_text)
-            if start.version != end.version:
-                return "mixes IPv4 and IPv6"
-            if int(start) > int(end):
-                return "starts after it ends"
-            return None
-        _address(text)
-    except ValueError as exc:
-        return str(exc)
+    if "/" in text:
+        try:
+            ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            return "is not valid CIDR notation (e.g. 10.0.0.0/8)"
+        return None
+    if "-" in text:
+        start_text, _, end_text = text.partition("-")
+        start, end = _address(start_text), _address(end_text)
+        if start is None or end is None:
+            bad = start_text if start is None else end_text
+            return f"is not a range of two addresses ({bad.strip() or 'nothing'} is not an address)"
+        if start.version != end.version:
+            return "mixes IPv4 and IPv6"
+        if int(start) > int(end):
+            return "starts after it ends"
+        return None
+    if _address(text) is None:
+        return "is not an IPv4 or IPv6 address"
     return None
 
 
@@ -339,7 +340,7 @@ def danger_zone(domain: str, *, input_id: Any, button_id: Any) -> html.Div:
                         placeholder=domain,
                         type="text",
                         autoComplete="off",
-                        className="text-input",
+                        className="input",
                     ),
                     html.Button(
                         "Delete this site", id=button_id, n_clicks=0, disabled=True, className="button button-danger"
