@@ -303,8 +303,9 @@ def serve_command(args: argparse.Namespace) -> None:
 
 
 def _display_host(host: str) -> str:
-    # A wildcard bind address is not something a browser can open.
-    return {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
+    """The host part of a URL a browser can open for a bind address (wildcards become loopback)."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def demo_command(args: argparse.Namespace) -> None:

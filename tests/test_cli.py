@@ -370,3 +370,43 @@ def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path) -> None:
 
 def test_cli017_dashboard_needs_an_api_url(data_dir: Path) -> None:
     assert_fails(run_cli(data_dir, "dashboard", "--port", "8999"), "SITELENS_API_URL")
+
+
+def test_cli018_dashboard_serves_pages_against_an_api_url(tmp_path: Path) -> None:
+    port = free_port()
+    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "api_backend.cli"]
+    server = subprocess.Popen(
+        [*command, "dashboard", "--port", str(port)],
+        env=_env(tmp_path / "data", SITELENS_API_URL="http://127.0.0.1:9/api"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert "http://127.0.0.1:9/api" in server.stdout.readline()
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "dashboard did not start"
+                assert server.poll() is None
+                time.sleep(0.2)
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        # Only the dashboard: no API in this process (Dash answers every path with its page).
+        health = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=5)
+        assert "application/json" not in health.headers.get("content-type", "")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("host", "shown"),
+    [("0.0.0.0", "127.0.0.1"), ("::", "[::1]"), ("::1", "[::1]"), ("example.org", "example.org"), ("", "127.0.0.1")],
+)
+def test_cli019_urls_printed_for_bind_addresses(host: str, shown: str) -> None:
+    from api_backend.cli import _display_host
+
+    assert _display_host(host) == shown
