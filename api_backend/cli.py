@@ -64,6 +64,13 @@ def _non_negative_int(raw: str) -> int:
     return value
 
 
+def _port(raw: str) -> int:
+    value = _positive_int(raw)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{raw!r} must be between 1 and 65535")
+    return value
+
+
 def _iso_instant(raw: str) -> datetime:
     try:
         value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
@@ -343,7 +350,7 @@ def dashboard_command(args: argparse.Namespace) -> None:
 
 def _add_server_flags(parser: argparse.ArgumentParser, *, data_dir: bool = True) -> None:
     parser.add_argument("--host", help="address to listen on (default: $SITELENS_HOST or 127.0.0.1)")
-    parser.add_argument("--port", help="port to listen on (default: $SITELENS_PORT or 8000)")
+    parser.add_argument("--port", type=_port, help="port to listen on (default: $SITELENS_PORT or 8000)")
     if data_dir:
         _add_data_dir(parser)
 

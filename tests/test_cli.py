@@ -291,6 +291,8 @@ def test_cli014_usage_errors_are_one_line(data_dir: Path) -> None:
     assert_fails(run_cli(data_dir, "admin", "delete-everything"), "delete-everything")
     assert_fails(run_cli(data_dir, "nonsense"), "nonsense")
     assert_fails(run_cli(data_dir, "seed", "--site", "1", "--events", "many"), "--events")
+    assert_fails(run_cli(data_dir, "serve", "--port", "70000"), "--port")
+    assert_fails(run_cli(data_dir), "COMMAND")
 
 
 def test_cli015_admin_works_while_the_event_store_is_locked(data_dir: Path, store: MetadataStore) -> None:
