@@ -20,7 +20,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import frame
-from dashboard.components.common import alert
+from dashboard.components.common import alert, error_view
 from dashboard.state import ViewState, parse_view, preset_range, shift_range, today_in
 
 __all__ = ["ASSETS_FOLDER", "PAGES_FOLDER", "create_dashboard", "serve_dashboard"]
@@ -88,7 +88,15 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         """
         function(hash, pathname, current) {
             var match = /\\/share\\/([^\\/?#]+)/.exec(pathname || "");
-            if (!match || !hash || hash.length < 2) { return window.dash_clientside.no_update; }
+            if (!match) { return window.dash_clientside.no_update; }
+            if (!hash || hash.length < 2) {
+                // Moving inside the shared view drops the fragment; put the key back so the URL stays shareable.
+                if (current && current.privateKey && String(current.siteId) === match[1]) {
+                    var here = window.location.pathname + window.location.search;
+                    window.history.replaceState(window.history.state, "", here + "#" + current.privateKey);
+                }
+                return window.dash_clientside.no_update;
+            }
             var key = decodeURIComponent(hash.slice(1));
             if (current && current.privateKey === key && String(current.siteId) === match[1]) {
                 return window.dash_clientside.no_update;
@@ -117,7 +125,10 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         signed_in = session.is_signed_in(auth)
         shared = path.startswith("/share/")
         mode = "navbar navbar-share" if shared else ("navbar" if signed_in else "navbar navbar-anonymous")
-        if shared or not signed_in:
+        if shared:
+            badge = html.Span("Shared view · read-only", className="badge badge-muted share-badge")
+            return [badge], "", True, mode
+        if not signed_in:
             return [], "", True, mode
         view = parse_view(search)
         links = frame.nav_links(dash.page_registry.values(), view, path)
@@ -256,26 +267,33 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
     @app.callback(
         Output(ids.OVERVIEW_BODY, "children"),
         Input(ids.VIEW, "data"),
+        Input(ids.SHARE, "data"),
         State(ids.AUTH, "data"),
-        State(ids.SHARE, "data"),
+        State(ids.NAVIGATE, "pathname"),
     )
-    def load_overview(view_data: dict | None, auth: dict | None, share: dict | None) -> Any:
+    def load_overview(view_data: dict | None, share: dict | None, auth: dict | None, pathname: str | None) -> Any:
         """The overview strip: this range and the previous range of the same length (two cached calls)."""
         view = ViewState.from_dict(view_data)
         if view.site_id is None:
             raise PreventUpdate
         from api_client import APIError, NotFoundError
 
-        api = session.api_for(auth, share)
+        shared = _path(pathname).startswith("/share/")
+        if shared and not (share and str(share.get("siteId")) == str(view.site_id)):
+            raise PreventUpdate  # the key is still being read from the fragment (or the link has none)
+        # A shared view reads with the link's key only, even when the person is also signed in.
+        api = session.api_for(None, share) if shared else session.api_for(auth)
         try:
+            if shared:
+                # Cached numbers must not outlive a revoked key: check the key first (one small call).
+                api.site(view.site_id)
             current = session.cached_call(api, "overview", view.site_id, view.query())
             previous = session.cached_call(api, "overview", view.site_id, view.previous().query())
         except NotFoundError:
             return alert("The overview numbers are not available from this API.", "info")
         except APIError as exc:
-            from dashboard.components.common import error_view
-
-            return error_view(exc)
+            # In a private-link view the page itself says when the link is not valid; the strip stays quiet.
+            return error_view(exc, shared=shared)
         return frame.overview_strip(current, previous)
 
     @app.callback(

@@ -32,6 +32,9 @@ __all__ = [
     "bind_server",
     "cached_call",
     "credential_of",
+    "all_goals",
+    "all_goal_sessions",
+    "find_goal",
     "invalidate",
     "is_signed_in",
 ]
@@ -157,3 +160,40 @@ def invalidate(site_id: int | str | None = None) -> None:
         _bump(f"site:{site_id}")
         # Site lists (organizations, org_sites, usage) show the site too.
         _bump("lists")
+
+
+# --- loaders shared by several pages (all through cached_call) ------------------------------------------------------
+GOALS_PAGE_MAX = 100
+SESSIONS_PAGE_MAX = 100
+
+
+def all_goals(api: AnalyticsAPI, view: Any) -> list[Any]:
+    """Every goal of ``view``'s site with its numbers for the view's window and filters (all pages)."""
+    goals: list[Any] = []
+    page = 1
+    while True:
+        result = cached_call(
+            api, "goals", view.site_id, view.query(), page=page, limit=GOALS_PAGE_MAX, sort="goalId", order="asc"
+        )
+        goals.extend(result.data)
+        if page >= result.meta.total_pages or not result.data:
+            return goals
+        page += 1
+
+
+def find_goal(api: AnalyticsAPI, view: Any, goal_id: int | None) -> Any | None:
+    """The goal ``goal_id`` of ``view``'s site (with its numbers), or None."""
+    return next((g for g in all_goals(api, view) if g.goal_id == goal_id), None)
+
+
+def all_goal_sessions(api: AnalyticsAPI, view: Any, max_pages: int = 100) -> list[Any]:
+    """Every converted session of ``view.goal`` in the view, up to ``max_pages`` pages of 100 (for CSV)."""
+    rows: list[Any] = []
+    for page in range(1, max_pages + 1):
+        batch = cached_call(
+            api, "goal_sessions", view.site_id, view.goal, view.query(), page=page, limit=SESSIONS_PAGE_MAX
+        )
+        rows.extend(batch)
+        if len(batch) < SESSIONS_PAGE_MAX:
+            break
+    return rows

@@ -13,9 +13,19 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.common import channel_label, data_table, format_number, format_percent
+from dashboard.components.common import channel_label, data_table, empty_state, format_number, format_percent
 
-__all__ = ["ACCENT", "MUTED", "channel_chart", "channel_frame", "channel_summary", "channel_table"]
+__all__ = [
+    "ACCENT",
+    "MUTED",
+    "channel_chart",
+    "channel_frame",
+    "channel_summary",
+    "channel_table",
+    "goal_options",
+    "no_goals",
+    "ranking_content",
+]
 
 ACCENT = "#3b5bdb"
 MUTED = "#9db0ee"  # the accent, lighter: a rate from too few sessions
@@ -167,3 +177,31 @@ def channel_summary(total_sessions: int, total_conversions: int) -> html.Div:
         ],
         className="summary-line",
     )
+
+
+def goal_options(goals: Sequence[Any]) -> list[dict[str, Any]]:
+    """Goal picker options: the goal's name (or "Goal <id>")."""
+    return [{"label": _get(g, "name") or f"Goal {_get(g, 'goal_id')}", "value": _get(g, "goal_id")} for g in goals]
+
+
+def no_goals(goals_href: str | None) -> html.Div:
+    """What the ranking shows on a site without goals."""
+    action = dcc.Link("Go to goals", href=goals_href, className="button button-primary") if goals_href else None
+    return empty_state("No goals yet", "The ranking compares channels on a goal. Create a goal first.", action)
+
+
+def ranking_content(ranking: Any, goal_name: str) -> Any:
+    """Totals, chart, table and a note on reading them; an empty state when the range has no sessions."""
+    df = channel_frame(_get(ranking, "rows") or [])
+    if df.empty:
+        return empty_state("No sessions in this range", "Try a longer date range, or remove filters.")
+    return [
+        channel_summary(_get(ranking, "total_sessions") or 0, _get(ranking, "total_conversions") or 0),
+        channel_chart(df, goal_name),
+        channel_table(df),
+        html.P(
+            "Bars show the conversion rate; the whiskers its 95% interval (Wilson). Light, hatched bars and dimmed "
+            "rows have fewer than 30 sessions: their rate can move a lot with a few more visits.",
+            className="muted footnote",
+        ),
+    ]

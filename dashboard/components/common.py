@@ -26,6 +26,7 @@ __all__ = [
     "format_duration",
     "format_number",
     "format_percent",
+    "invalid_link",
     "loading",
     "page_header",
     "redirect",
@@ -181,11 +182,11 @@ def redirect(href: str, message: str = "Redirecting…", *, clear_auth: bool = F
     )
 
 
-def error_view(exc: Exception, sign_in_href: str = "/login?reason=expired") -> html.Div:
+def error_view(exc: Exception, sign_in_href: str = "/login?reason=expired", *, shared: bool = False) -> html.Div:
     """How a page reports a failed API call: an alert, never a traceback.
 
-    An expired or revoked credential sends the person to sign-in (with a message there); a connection failure says the
-    API cannot be reached.
+    An expired or revoked credential sends the person to sign-in (with a message there); in a private-link view
+    (``shared``) it means the link is no longer valid. A connection failure says the API cannot be reached.
     """
     from api_client import (
         APIConnectionError,
@@ -197,6 +198,8 @@ def error_view(exc: Exception, sign_in_href: str = "/login?reason=expired") -> h
         ValidationError,
     )
 
+    if shared and isinstance(exc, (AuthenticationError, ForbiddenError, NotFoundError)):
+        return invalid_link()
     if isinstance(exc, AuthenticationError):
         return html.Div(
             [
@@ -222,6 +225,22 @@ def error_view(exc: Exception, sign_in_href: str = "/login?reason=expired") -> h
     if isinstance(exc, APIError):
         return alert(exc.message, title="The request failed")
     return alert("Something went wrong while loading this part of the page.", title="Unexpected error")
+
+
+def invalid_link() -> html.Div:
+    """What a revoked, replaced or mistyped private link shows."""
+    return html.Div(
+        [
+            html.Div("⚠", className="empty-icon", **{"aria-hidden": "true"}),
+            html.H3("This link is no longer valid"),
+            html.P(
+                "The site's owner may have revoked it or replaced it with a new one. Ask them for a current link.",
+                className="empty-hint",
+            ),
+        ],
+        className="empty-state invalid-link",
+        id="share-invalid",
+    )
 
 
 # --- tables and CSV -----------------------------------------------------------------------------------------------

@@ -15,7 +15,14 @@ import pandas as pd
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.common import channel_label, format_duration, format_number, format_percent
+from dashboard.components.common import (
+    channel_label,
+    data_table,
+    empty_state,
+    format_duration,
+    format_number,
+    format_percent,
+)
 
 __all__ = [
     "FORM_FIELDS",
@@ -30,6 +37,7 @@ __all__ = [
     "goals_frame",
     "goals_table",
     "pager",
+    "sessions_body",
     "sessions_frame",
 ]
 
@@ -486,3 +494,18 @@ def sessions_frame(sessions: Sequence[Any], time_zone: str) -> pd.DataFrame:
         "user_id",
     ]
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+def sessions_body(sessions: Sequence[Any], view: Any, href: Callable[[int], str], page_size: int) -> Any:
+    """The converted-sessions table of one page with its pager, or an empty state that says what to try."""
+    if not sessions:
+        if view.page > 1:
+            return empty_state("No more sessions", "This is past the last page.")
+        return empty_state("No session reached this goal in the range", "Try a longer date range, or remove filters.")
+    df = sessions_frame(sessions, view.time_zone)
+    columns = [
+        (key, f"Started ({view.time_zone})" if key == "session_start" else label) for key, label in SESSION_COLUMNS
+    ]
+    table = data_table(df, ids.GOAL_SESSIONS_TABLE, columns=columns)
+    pages = pager(view.page, None, href, has_next=len(sessions) >= page_size)
+    return [table, html.Div([html.Span("Newest first", className="muted table-count"), pages], className="table-foot")]

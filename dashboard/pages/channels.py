@@ -10,9 +10,8 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import channels as channel_ui
-from dashboard.components.common import card, csv_button, csv_download, empty_state, error_view, loading, page_header
+from dashboard.components.common import card, csv_button, csv_download, error_view, loading, page_header
 from dashboard.components.frame import analytics_frame, page_gate
-from dashboard.pages.goals import all_goals
 from dashboard.state import ViewState
 
 dash.register_page(
@@ -27,40 +26,17 @@ dash.register_page(
 
 
 def ranking_body(api: Any, view: ViewState, goals_href: str) -> tuple[Any, list[dict], Any]:
-    """(content, goal options, chosen goal id) for the view: the chart and table of the chosen goal's ranking.
-
-    Shared with the private-link view. The goal is the URL's, or the first goal of the site.
-    """
-    goals = all_goals(api, view)
+    """(content, goal options, chosen goal id): the ranking of the URL's goal, or of the site's first goal."""
+    goals = session.all_goals(api, view)
     if not goals:
-        empty = empty_state(
-            "No goals yet",
-            "The ranking compares channels on a goal. Create a goal first.",
-            dcc.Link("Go to goals", href=goals_href, className="button button-primary"),
-        )
-        return empty, [], None
-    options = [{"label": g.name or f"Goal {g.goal_id}", "value": g.goal_id} for g in goals]
+        return channel_ui.no_goals(goals_href), [], None
     goal = next((g for g in goals if g.goal_id == view.goal), goals[0])
     ranking = session.cached_call(api, "channel_ranking", view.site_id, goal.goal_id, view.query())
-    df = channel_ui.channel_frame(ranking.rows)
-    if df.empty:
-        return (
-            empty_state("No sessions in this range", "Try a longer date range, or remove filters."),
-            options,
-            goal.goal_id,
-        )
-    name = goal.name or f"Goal {goal.goal_id}"
-    content = [
-        channel_ui.channel_summary(ranking.total_sessions, ranking.total_conversions),
-        channel_ui.channel_chart(df, name),
-        channel_ui.channel_table(df),
-        html.P(
-            "Bars show the conversion rate; the whiskers its 95% interval (Wilson). Light, hatched bars and dimmed "
-            "rows have fewer than 30 sessions: their rate can move a lot with a few more visits.",
-            className="muted footnote",
-        ),
-    ]
-    return content, options, goal.goal_id
+    return (
+        channel_ui.ranking_content(ranking, goal.name or f"Goal {goal.goal_id}"),
+        channel_ui.goal_options(goals),
+        goal.goal_id,
+    )
 
 
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:

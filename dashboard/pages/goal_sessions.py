@@ -14,66 +14,17 @@ from dashboard.components.common import (
     card,
     csv_button,
     csv_download,
-    data_table,
-    empty_state,
     error_view,
     loading,
     page_header,
     redirect,
 )
 from dashboard.components.frame import analytics_frame, page_gate
-from dashboard.pages.goals import find_goal
 from dashboard.state import ViewState
 
 dash.register_page(__name__, path="/goal-sessions", title="Goal sessions · sitelens", name="Goal sessions")
 
 PAGE_SIZE = 25
-CSV_PAGE = 100
-CSV_MAX_PAGES = 100  # 10,000 sessions: beyond that, narrow the range
-
-
-def sessions_body(sessions: list[Any], view: ViewState, href: Any, page_size: int = PAGE_SIZE) -> Any:
-    """The sessions table with its pager (shared with the private-link view)."""
-    if not sessions:
-        if view.page > 1:
-            return empty_state("No more sessions", "This is past the last page.")
-        return empty_state(
-            "No session reached this goal in the range",
-            "Try a longer date range, or remove filters.",
-        )
-    df = goal_ui.sessions_frame(sessions, view.time_zone)
-    table = data_table(
-        df,
-        ids.GOAL_SESSIONS_TABLE,
-        columns=[
-            ("session_start", f"Started ({view.time_zone})"),
-            ("duration", "Duration"),
-            ("pageviews", "Pageviews"),
-            ("entry_page", "Entry page"),
-            ("exit_page", "Exit page"),
-            ("channel", "Channel"),
-            ("referrer", "Referrer"),
-            ("country", "Country"),
-            ("browser", "Browser"),
-            ("operating_system", "OS"),
-            ("device_type", "Device"),
-        ],
-    )
-    pages = goal_ui.pager(view.page, None, href, has_next=len(sessions) >= page_size)
-    return [table, html.Div([html.Span("Newest first", className="muted table-count"), pages], className="table-foot")]
-
-
-def all_sessions(api: Any, view: ViewState) -> list[Any]:
-    """Every converted session of the view (up to ``CSV_PAGE * CSV_MAX_PAGES``) for CSV."""
-    rows: list[Any] = []
-    for page in range(1, CSV_MAX_PAGES + 1):
-        batch = session.cached_call(
-            api, "goal_sessions", view.site_id, view.goal, view.query(), page=page, limit=CSV_PAGE
-        )
-        rows.extend(batch)
-        if len(batch) < CSV_PAGE:
-            break
-    return rows
 
 
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
@@ -116,7 +67,7 @@ def load_sessions(view_data: dict | None, auth: dict | None) -> tuple:
 
     api = session.api_for(auth)
     try:
-        goal = find_goal(api, view, view.goal)
+        goal = session.find_goal(api, view, view.goal)
         sessions = session.cached_call(
             api, "goal_sessions", view.site_id, view.goal, view.query(), page=view.page, limit=PAGE_SIZE
         )
@@ -126,7 +77,7 @@ def load_sessions(view_data: dict | None, auth: dict | None) -> tuple:
     if goal is not None:
         title = f"Sessions that reached “{goal.name or f'Goal {goal.goal_id}'}” · {goal_ui.goal_target(goal)}"
     href = lambda page: dash.get_relative_path("/goal-sessions") + view.to_search(page=page)  # noqa: E731
-    return sessions_body(sessions, view, href), title
+    return goal_ui.sessions_body(sessions, view, href, PAGE_SIZE), title
 
 
 @callback(
@@ -144,7 +95,7 @@ def download_sessions(clicks: int, view_data: dict | None, auth: dict | None) ->
 
     view = ViewState.from_dict(view_data)
     try:
-        rows = all_sessions(session.api_for(auth), view)
+        rows = session.all_goal_sessions(session.api_for(auth), view)
     except APIError:
         raise PreventUpdate from None
     name = f"goal{view.goal}-sessions-site{view.site_id}-{view.start_date}-{view.end_date}"

@@ -28,31 +28,11 @@ dash.register_page(
 )
 
 PAGE_SIZE = 20
-API_PAGE_MAX = 100
 
 
-def sessions_href(view: ViewState, goal_id: int, base: str = "/goal-sessions") -> str:
+def sessions_href(view: ViewState, goal_id: int) -> str:
     """The goal-sessions page of ``goal_id`` in the same view (dates, zone, filters)."""
-    return dash.get_relative_path(base) + view.to_search(goal=goal_id, page=1, sort=None, order=None)
-
-
-def all_goals(api: Any, view: ViewState) -> list[Any]:
-    """Every goal of the view's site with its numbers (all pages, cached)."""
-    goals: list[Any] = []
-    page = 1
-    while True:
-        result = session.cached_call(
-            api, "goals", view.site_id, view.query(), page=page, limit=API_PAGE_MAX, sort="goalId", order="asc"
-        )
-        goals.extend(result.data)
-        if page >= result.meta.total_pages or not result.data:
-            return goals
-        page += 1
-
-
-def find_goal(api: Any, view: ViewState, goal_id: int | None) -> Any | None:
-    """The goal ``goal_id`` of the view's site, or None."""
-    return next((g for g in all_goals(api, view) if g.goal_id == goal_id), None)
+    return dash.get_relative_path("/goal-sessions") + view.to_search(goal=goal_id, page=1, sort=None, order=None)
 
 
 def delete_dialog() -> html.Div:
@@ -415,7 +395,7 @@ def download_goals(clicks: int, view_data: dict | None, auth: dict | None) -> An
 
     view = ViewState.from_dict(view_data)
     try:
-        goals = all_goals(session.api_for(auth), view)
+        goals = session.all_goals(session.api_for(auth), view)
     except APIError:
         raise PreventUpdate from None
     return csv_download(goal_ui.goals_frame(goals), f"goals-site{view.site_id}-{view.start_date}-{view.end_date}")
