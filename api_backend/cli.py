@@ -2,7 +2,7 @@
 
     sitelens serve [--host H] [--port P] [--data-dir DIR]
     sitelens demo [--host H] [--port P] [--data-dir DIR]
-    sitelens dashboard [--host H] [--port P]                    (needs SITELENS_API_URL)
+    sitelens dashboard [--host H] [--port P]                    (needs SITELENS_API_URL; port 8050)
     sitelens admin create-user --email E --password P
     sitelens admin create-org --name N --owner-email E
     sitelens admin add-member --org ORG_ID --email E --role owner|admin|member
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ from api_backend.settings import Settings, SettingsError, load_settings
 __all__ = ["CommandError", "build_parser", "main"]
 
 PROG = "sitelens"
+# The dashboard alone defaults to another port than the API so both can run on one machine.
+DASHBOARD_PORT = 8050
 
 
 class CommandError(Exception):
@@ -334,25 +337,40 @@ def demo_command(args: argparse.Namespace) -> None:
     _run_server(settings, settings.host, settings.port)
 
 
+def _env_setting(name: str, override: Any = None) -> Any:
+    """One setting from the environment, checked like ``load_settings`` does, without touching the data folder."""
+    from api_backend.settings import SETTINGS
+
+    setting = next(s for s in SETTINGS if s.name == name)
+    if override is not None:
+        return override
+    raw = os.environ.get(setting.env_var, setting.default)
+    try:
+        return setting.parse(raw)
+    except SettingsError as exc:
+        raise CommandError(f"{setting.env_var}={raw!r} {exc}") from None
+
+
 def dashboard_command(args: argparse.Namespace) -> None:
-    """Serve only the dashboard, talking to the API at ``SITELENS_API_URL``."""
-    settings = _settings(args, host=args.host, port=args.port)
-    if not settings.api_url:
+    """Serve only the dashboard, talking to the API at ``SITELENS_API_URL`` (no data folder needed)."""
+    api_url = _env_setting("api_url")
+    if not api_url:
         raise CommandError("SITELENS_API_URL must be set to the API root, e.g. http://127.0.0.1:8000/api")
+    host = _env_setting("host", args.host)
+    port = args.port or DASHBOARD_PORT
     from dashboard.app import serve_dashboard
 
-    print(f"sitelens dashboard on http://{settings.host}:{settings.port}/ using {settings.api_url}", flush=True)
-    serve_dashboard(api_url=settings.api_url, host=settings.host, port=settings.port)
+    print(f"sitelens dashboard on http://{_display_host(host)}:{port}/ using {api_url}", flush=True)
+    serve_dashboard(api_url=api_url, host=host, port=port)
 
 
 # Parser ------------------------------------------------------------------------------------------
 
 
-def _add_server_flags(parser: argparse.ArgumentParser, *, data_dir: bool = True) -> None:
+def _add_server_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to listen on (default: $SITELENS_HOST or 127.0.0.1)")
     parser.add_argument("--port", type=_port, help="port to listen on (default: $SITELENS_PORT or 8000)")
-    if data_dir:
-        _add_data_dir(parser)
+    _add_data_dir(parser)
 
 
 def _add_data_dir(parser: argparse.ArgumentParser) -> None:
@@ -373,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=demo_command)
 
     dashboard = commands.add_parser("dashboard", help="serve only the dashboard against $SITELENS_API_URL")
-    _add_server_flags(dashboard, data_dir=False)
+    dashboard.add_argument("--host", help="address to listen on (default: $SITELENS_HOST or 127.0.0.1)")
+    dashboard.add_argument("--port", type=_port, help=f"port to listen on (default: {DASHBOARD_PORT})")
     dashboard.set_defaults(handler=dashboard_command)
 
     admin = commands.add_parser("admin", help="manage users, organizations, sites and API keys")

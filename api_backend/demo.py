@@ -138,15 +138,14 @@ def setup_demo(
 def format_summary(summary: DemoSummary) -> str:
     """The text ``sitelens demo`` prints before it starts serving."""
     api = summary.url + "api"
-    state = "created" if summary.created else "reused from an earlier run"
+    state = "created just now" if summary.created else "reused from an earlier run"
     return "\n".join(
         [
-            f"sitelens demo ({state})",
-            f"  Dashboard:     {summary.url}",
-            f"  Sign in:       {summary.email} / {summary.password}",
+            f"sitelens demo is running at {summary.url}",
+            f"  sign in:       {summary.email} / {summary.password}",
             f"  API key:       {summary.api_key}",
-            f"  Private link:  {summary.private_link_url}",
-            f"  Site:          {summary.domain} (siteId {summary.site_id}), {summary.events:,} events",
-            f'  Try:           curl -H "Authorization: Bearer {summary.api_key}" {api}/sites/{summary.site_id}/goals',
+            f"  private link:  {summary.private_link_url}",
+            f"  site:          {summary.domain} (siteId {summary.site_id}), {summary.events:,} events, {state}",
+            f'  try:           curl -H "Authorization: Bearer {summary.api_key}" {api}/sites/{summary.site_id}/goals',
         ]
     )

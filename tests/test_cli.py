@@ -372,6 +372,7 @@ def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path) -> None:
 
 def test_cli017_dashboard_needs_an_api_url(data_dir: Path) -> None:
     assert_fails(run_cli(data_dir, "dashboard", "--port", "8999"), "SITELENS_API_URL")
+    assert_fails(run_cli(data_dir, "dashboard", SITELENS_API_URL="ftp://example.com/api"), "SITELENS_API_URL")
 
 
 def test_cli018_dashboard_serves_pages_against_an_api_url(tmp_path: Path) -> None:
@@ -399,6 +400,7 @@ def test_cli018_dashboard_serves_pages_against_an_api_url(tmp_path: Path) -> Non
         # Only the dashboard: no API in this process (Dash answers every path with its page).
         health = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=5)
         assert "application/json" not in health.headers.get("content-type", "")
+        assert not (tmp_path / "data").exists()  # the dashboard alone keeps no data
     finally:
         server.terminate()
         server.wait(timeout=30)
