@@ -209,3 +209,17 @@ def test_pager_disables_ends():
     buttons = find(last, lambda n: type(n).__name__ == "Button")
     assert buttons[0].disabled is False and buttons[1].disabled is True
     assert comp.total_pages(0, 10) == 1 and comp.total_pages(21, 10) == 3
+
+
+def test_detail_header_full_message_and_plural():
+    one = comp.error_detail_header(group(value="x" * 400, count=1, sessions=1))
+    strings = texts(one)
+    assert "1 occurrence" in strings and "1 session" in strings
+    assert "x" * 400 in strings  # the full message, not the preview
+    many = comp.error_detail_header(group(count=3, sessions=2))
+    assert "2 sessions" in texts(many)
+
+
+def test_time_figure_small_counts_get_whole_number_ticks():
+    assert comp.errors_time_figure([bucket(0, 2)], "UTC", "hour").layout.yaxis.dtick == 1
+    assert comp.errors_time_figure([bucket(0, 200)], "UTC", "hour").layout.yaxis.dtick is None

@@ -29,6 +29,7 @@ __all__ = [
     "error_groups_list",
     "errors_time_figure",
     "file_location",
+    "link_pager",
     "local_time",
     "occurrence_card",
     "occurrences_list",
@@ -50,7 +51,7 @@ ERROR_BUCKETS: list[tuple[str, str]] = [
     ("month", "Month"),
 ]
 MESSAGE_PREVIEW_CHARS = 150
-ACCENT = "#4f46e5"
+ACCENT = "#3b5bdb"  # the dashboard accent (assets/sitelens.css --accent)
 
 
 def _zone(time_zone: str | None) -> ZoneInfo:
@@ -218,6 +219,8 @@ def errors_time_figure(buckets: Sequence[Any], time_zone: str | None, bucket: st
         bargap=0.15,
         showlegend=False,
         yaxis={
+            # Whole numbers only: small counts would otherwise get fractional ticks shown as repeated integers.
+            "dtick": 1 if max(counts, default=0) <= 5 else None,
             "title": {"text": f"occurrences per {label}"},
             "gridcolor": "#eef0f3",
             "rangemode": "tozero",
@@ -236,8 +239,14 @@ def error_detail_header(group: Any) -> html.Div:
             html.Div(
                 [
                     html.Span(group.error_name or "Error", className="error-class"),
-                    html.Span(f"{_count(int(group.count))} occurrences", className="muted"),
-                    html.Span(f"{_count(int(group.session_count))} sessions", className="muted"),
+                    html.Span(
+                        f"{_count(int(group.count))} occurrence{'' if int(group.count) == 1 else 's'}",
+                        className="muted",
+                    ),
+                    html.Span(
+                        f"{_count(int(group.session_count))} session{'' if int(group.session_count) == 1 else 's'}",
+                        className="muted",
+                    ),
                 ],
                 className="error-detail-meta",
             ),
@@ -282,9 +291,9 @@ def occurrence_card(event: Any, time_zone: str | None) -> html.Div:
                 ],
                 className="occurrence-facts",
             ),
-            html.Pre(stack, className="stack")
+            html.Pre(stack, className="stack-trace")
             if stack
-            else html.Div("No stack trace was reported.", className="muted stack-missing"),
+            else html.Div("No stack trace was reported.", className="muted stack-trace-missing"),
         ],
         className="occurrence",
     )
@@ -310,6 +319,23 @@ def pager(page: int, total_pages: int, *, prev_id: Any, next_id: Any, label_id: 
             ),
         ],
         className="pager",
+    )
+
+
+def link_pager(page: int, *, has_next: bool, href: Any, label: str | None = None) -> html.Div:
+    """Previous / next as links (``href(page)`` gives the address of a page), for lists paged through the URL."""
+    previous = (
+        dcc.Link("‹ Previous", href=href(page - 1), className="button button-ghost")
+        if page > 1
+        else html.Span("‹ Previous", className="button button-ghost disabled")
+    )
+    following = (
+        dcc.Link("Next ›", href=href(page + 1), className="button button-ghost")
+        if has_next
+        else html.Span("Next ›", className="button button-ghost disabled")
+    )
+    return html.Div(
+        [previous, html.Span(label or f"Page {page:,}", className="pager-label"), following], className="pager"
     )
 
 

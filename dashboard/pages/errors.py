@@ -1,0 +1,399 @@
+"""Errors: JavaScript errors grouped by message, a trend per group, the chosen group's chart and its occurrences.
+
+The URL carries the view (dates, zone, filters), the groups ``page`` and the chosen group (``error``), so a copied
+address opens the same group. The chart's bucket is kept in the URL too, without re-rendering the page.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import dash
+import flask
+from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, dcc, html
+from dash.exceptions import PreventUpdate
+
+from dashboard import ids, session
+from dashboard.components import errors as comp
+from dashboard.components.common import (
+    alert,
+    card,
+    csv_button,
+    csv_download,
+    empty_state,
+    error_view,
+    loading,
+    page_header,
+)
+from dashboard.components.frame import analytics_frame, page_gate
+from dashboard.state import ViewState
+
+dash.register_page(
+    __name__,
+    path="/errors",
+    title="Errors · sitelens",
+    name="Errors",
+    nav_label="Errors",
+    nav_scope="site",
+    order=40,
+)
+
+GROUPS_PER_PAGE = 10
+OCCURRENCES_PER_PAGE = 20
+CSV_PAGE_SIZE = 100
+CSV_MAX_PAGES = 50  # at most 5,000 rows per download
+TREND_WORKERS = 4
+
+
+def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
+    """The frame, the error groups and (when a group is chosen) its chart and occurrences."""
+    view, gate = page_gate(auth, browser_zone, "/errors", query)
+    if gate is not None:
+        return gate
+    return html.Div(
+        [
+            page_header(
+                "Errors",
+                "JavaScript errors grouped by message. Choose a group to see when it happens and where.",
+                actions=csv_button(ids.ERRORS_GROUPS_CSV, ids.ERRORS_GROUPS_CSV_DOWNLOAD, "Download groups"),
+            ),
+            analytics_frame(view),
+            dcc.Store(id=ids.ERRORS_GROUP_MESSAGES),
+            dcc.Store(id=ids.ERRORS_OCCURRENCES_PAGE, data=1),
+            card(loading(None, ids.ERRORS_GROUPS), title="Error groups"),
+            html.Div(id=ids.ERRORS_DETAIL),
+        ],
+        className="page errors-page",
+    )
+
+
+def default_bucket(view: ViewState) -> str:
+    """The chart's bucket: the URL's, else hours for up to two days and days beyond."""
+    if view.bucket in dict(comp.ERROR_BUCKETS):
+        return view.bucket
+    return "hour" if view.days <= 2 else "day"
+
+
+def _trends(api: Any, view: ViewState, messages: list[str], bucket: str) -> list[Any]:
+    """One bucketed series per group, fetched side by side (each is a separate query on the server)."""
+    app = flask.current_app._get_current_object()
+
+    def fetch(message: str) -> Any:
+        with app.app_context():
+            return session.cached_call(api, "error_time_series", view.site_id, message, view.query(), bucket=bucket)
+
+    with ThreadPoolExecutor(max_workers=TREND_WORKERS) as pool:
+        return list(pool.map(fetch, messages))
+
+
+def _tracking_notice(site: Any, view: ViewState) -> Any:
+    """The site does not capture errors: say so, and where to turn it on."""
+    if site.track_errors:
+        return None
+    where = (
+        dcc.Link("Turn it on in site settings.", href=dash.get_relative_path("/settings") + f"?site={site.site_id}")
+        if site.is_owner
+        else "An admin or owner can turn it on in site settings."
+    )
+    return html.Div(
+        alert(["Error tracking is off for this site, so new errors are not recorded. ", where], "info"),
+        className="errors-tracking-off",
+    )
+
+
+@callback(
+    Output(ids.ERRORS_GROUPS, "children"),
+    Output(ids.ERRORS_GROUP_MESSAGES, "data"),
+    Input(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+)
+def load_groups(view_data: dict | None, auth: dict | None) -> tuple:
+    """One page of error groups with their sparklines."""
+    view = ViewState.from_dict(view_data)
+    if view.site_id is None:
+        raise PreventUpdate
+    from api_client import APIError
+
+    api = session.api_for(auth)
+    try:
+        site = session.cached_call(api, "site", view.site_id)
+        groups = session.cached_call(
+            api, "error_names", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE
+        )
+        bucket = comp.trend_bucket(view.start_date, view.end_date)
+        trends = _trends(api, view, [group.value for group in groups], bucket)
+    except APIError as exc:
+        return error_view(exc), []
+    notice = _tracking_notice(site, view)
+    href = lambda page: dash.get_relative_path("/errors") + view.to_search(page=page)  # noqa: E731
+    if not groups:
+        if view.page > 1:
+            body: Any = [
+                empty_state("No more error groups", "This page is past the last group."),
+                comp.link_pager(view.page, has_next=False, href=href),
+            ]
+        else:
+            body = empty_state(
+                "No errors in this range",
+                "No JavaScript errors were recorded for these dates and filters. Widen the range or remove a filter.",
+            )
+        return [notice, body], []
+    listing = comp.error_groups_list(
+        groups,
+        trends,
+        time_zone=view.time_zone,
+        selected=view.error,
+        row_id=lambda index: {"type": ids.ERRORS_GROUP_TYPE, "index": index},
+    )
+    pager = comp.link_pager(view.page, has_next=len(groups) == GROUPS_PER_PAGE, href=href)
+    return [notice, listing, pager], [group.value for group in groups]
+
+
+@callback(
+    Output(ids.NAVIGATE, "href", allow_duplicate=True),
+    Input({"type": ids.ERRORS_GROUP_TYPE, "index": ALL}, "n_clicks"),
+    State(ids.ERRORS_GROUP_MESSAGES, "data"),
+    State(ids.VIEW, "data"),
+    prevent_initial_call=True,
+)
+def open_group(_clicks: list, messages: list | None, view_data: dict | None) -> str:
+    """A click on a group opens its chart and occurrences (the choice goes into the URL)."""
+    trigger = ctx.triggered_id
+    if not isinstance(trigger, dict) or not ctx.triggered or not ctx.triggered[0].get("value") or not messages:
+        raise PreventUpdate
+    index = trigger.get("index")
+    if not isinstance(index, int) or not 0 <= index < len(messages):
+        raise PreventUpdate
+    view = ViewState.from_dict(view_data)
+    return dash.get_relative_path("/errors") + view.to_search(error=messages[index])
+
+
+def _find_group(api: Any, view: ViewState, message: str) -> Any | None:
+    """The chosen group's row (class, totals): on the page shown, else among the first few hundred groups."""
+    groups = session.cached_call(api, "error_names", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE)
+    for group in groups:
+        if group.value == message:
+            return group
+    for page in range(1, 4):
+        rows = session.cached_call(api, "error_names", view.site_id, view.query(), page=page, limit=CSV_PAGE_SIZE)
+        for group in rows:
+            if group.value == message:
+                return group
+        if len(rows) < CSV_PAGE_SIZE:
+            break
+    return None
+
+
+@callback(
+    Output(ids.ERRORS_DETAIL, "children"),
+    Input(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+)
+def load_detail(view_data: dict | None, auth: dict | None) -> Any:
+    """The chosen group: class and full message, the over-time chart with its bucket, and room for occurrences."""
+    view = ViewState.from_dict(view_data)
+    if view.site_id is None:
+        raise PreventUpdate
+    if not view.error:
+        return card(
+            html.P(
+                "Choose an error group above to see it over time and every occurrence with its stack trace.",
+                className="muted",
+            ),
+            title="Error detail",
+        )
+    from api_client import APIError
+
+    api = session.api_for(auth)
+    bucket = default_bucket(view)
+    try:
+        group = _find_group(api, view, view.error)
+        series = session.cached_call(api, "error_time_series", view.site_id, view.error, view.query(), bucket=bucket)
+    except APIError as exc:
+        return card(error_view(exc), title="Error detail")
+    if group is None:
+        return card(
+            empty_state("This error did not happen in this range", "Widen the dates or choose another group."),
+            title="Error detail",
+        )
+    return card(
+        [
+            comp.error_detail_header(group),
+            html.Div(
+                [html.H3("Occurrences over time"), comp.bucket_selector(ids.ERRORS_BUCKET, bucket)],
+                className="errors-chart-head",
+            ),
+            dcc.Graph(
+                id=ids.ERRORS_CHART,
+                figure=comp.errors_time_figure(series, view.time_zone, bucket),
+                config={"displayModeBar": False, "responsive": True},
+                className="errors-chart",
+            ),
+            html.Div(
+                [
+                    html.H3("Occurrences"),
+                    csv_button(ids.ERRORS_OCCURRENCES_CSV, ids.ERRORS_OCCURRENCES_CSV_DOWNLOAD, "Download occurrences"),
+                ],
+                className="errors-occurrences-head",
+            ),
+            loading(None, ids.ERRORS_OCCURRENCES),
+        ],
+        title="Error detail",
+        class_name="errors-detail",
+    )
+
+
+@callback(
+    Output(ids.ERRORS_CHART, "figure"),
+    Input(ids.ERRORS_BUCKET, "value"),
+    State(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+    prevent_initial_call=True,
+)
+def change_bucket(bucket: str | None, view_data: dict | None, auth: dict | None) -> Any:
+    """Redraw the chart with the chosen bucket (one cached call)."""
+    view = ViewState.from_dict(view_data)
+    if not bucket or view.site_id is None or not view.error:
+        raise PreventUpdate
+    from api_client import APIError
+
+    try:
+        series = session.cached_call(
+            session.api_for(auth), "error_time_series", view.site_id, view.error, view.query(), bucket=bucket
+        )
+    except APIError:
+        raise PreventUpdate from None
+    return comp.errors_time_figure(series, view.time_zone, bucket)
+
+
+# The bucket also goes into the address bar, so a copied URL opens the same chart; replaceState does not navigate.
+clientside_callback(
+    """
+    function(bucket) {
+        if (!bucket) { return window.dash_clientside.no_update; }
+        var url = new URL(window.location.href);
+        if (url.searchParams.get("bucket") === bucket) { return window.dash_clientside.no_update; }
+        url.searchParams.set("bucket", bucket);
+        window.history.replaceState(window.history.state, "", url.toString());
+        return window.dash_clientside.no_update;
+    }
+    """,
+    Output(ids.ERRORS_BUCKET, "id"),
+    Input(ids.ERRORS_BUCKET, "value"),
+    prevent_initial_call=True,
+)
+
+
+@callback(
+    Output(ids.ERRORS_OCCURRENCES, "children"),
+    Input(ids.ERRORS_OCCURRENCES_PAGE, "data"),
+    State(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+)
+def load_occurrences(page: int | None, view_data: dict | None, auth: dict | None) -> Any:
+    """One page of the chosen group's occurrences, newest first, with stacks as text."""
+    view = ViewState.from_dict(view_data)
+    if view.site_id is None or not view.error:
+        raise PreventUpdate
+    page = max(int(page or 1), 1)
+    from api_client import APIError
+
+    api = session.api_for(auth)
+    try:
+        group = _find_group(api, view, view.error)
+        events = session.cached_call(
+            api, "error_events", view.site_id, view.error, view.query(), page=page, limit=OCCURRENCES_PER_PAGE
+        )
+    except APIError as exc:
+        return error_view(exc)
+    if group is None:
+        raise PreventUpdate
+    pages = comp.total_pages(int(group.count), OCCURRENCES_PER_PAGE)
+    shown_from = (page - 1) * OCCURRENCES_PER_PAGE + 1
+    label = f"{shown_from:,}–{shown_from + len(events) - 1:,} of {int(group.count):,}" if events else ""
+    return [
+        html.Div(label, className="muted occurrences-count"),
+        comp.occurrences_list(events, view.time_zone)
+        if events
+        else empty_state("No occurrences on this page", "Go back a page."),
+        comp.pager(page, pages, prev_id=ids.ERRORS_OCCURRENCES_PREV, next_id=ids.ERRORS_OCCURRENCES_NEXT),
+    ]
+
+
+@callback(
+    Output(ids.ERRORS_OCCURRENCES_PAGE, "data"),
+    Input(ids.ERRORS_OCCURRENCES_PREV, "n_clicks"),
+    Input(ids.ERRORS_OCCURRENCES_NEXT, "n_clicks"),
+    State(ids.ERRORS_OCCURRENCES_PAGE, "data"),
+    prevent_initial_call=True,
+)
+def turn_occurrences_page(_prev: int, _next: int, page: int | None) -> int:
+    """Previous / next page of occurrences (the buttons are re-created on each page, so only real clicks count)."""
+    if not ctx.triggered or not ctx.triggered[0].get("value"):
+        raise PreventUpdate
+    page = int(page or 1)
+    return max(page - 1, 1) if ctx.triggered_id == ids.ERRORS_OCCURRENCES_PREV else page + 1
+
+
+def _all_pages(fetch: Any) -> list[Any]:
+    rows: list[Any] = []
+    for page in range(1, CSV_MAX_PAGES + 1):
+        batch = fetch(page)
+        rows.extend(batch)
+        if len(batch) < CSV_PAGE_SIZE:
+            break
+    return rows
+
+
+@callback(
+    Output(ids.ERRORS_GROUPS_CSV_DOWNLOAD, "data"),
+    Input(ids.ERRORS_GROUPS_CSV, "n_clicks"),
+    State(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+    prevent_initial_call=True,
+)
+def download_groups(clicks: int, view_data: dict | None, auth: dict | None) -> Any:
+    """Every error group of the view (dates, zone and filters applied) as CSV."""
+    if not clicks:
+        raise PreventUpdate
+    from api_client import APIError
+
+    view = ViewState.from_dict(view_data)
+    api = session.api_for(auth)
+    try:
+        rows = _all_pages(
+            lambda page: session.cached_call(
+                api, "error_names", view.site_id, view.query(), page=page, limit=CSV_PAGE_SIZE
+            )
+        )
+    except APIError:
+        raise PreventUpdate from None
+    return csv_download(comp.error_groups_frame(rows), f"errors-site{view.site_id}-{view.start_date}-{view.end_date}")
+
+
+@callback(
+    Output(ids.ERRORS_OCCURRENCES_CSV_DOWNLOAD, "data"),
+    Input(ids.ERRORS_OCCURRENCES_CSV, "n_clicks"),
+    State(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+    prevent_initial_call=True,
+)
+def download_occurrences(clicks: int, view_data: dict | None, auth: dict | None) -> Any:
+    """Every occurrence of the chosen group as CSV, times in the view's zone and in UTC."""
+    view = ViewState.from_dict(view_data)
+    if not clicks or not view.error:
+        raise PreventUpdate
+    from api_client import APIError
+
+    api = session.api_for(auth)
+    try:
+        rows = _all_pages(
+            lambda page: session.cached_call(
+                api, "error_events", view.site_id, view.error, view.query(), page=page, limit=CSV_PAGE_SIZE
+            )
+        )
+    except APIError:
+        raise PreventUpdate from None
+    name = f"error-occurrences-site{view.site_id}-{view.start_date}-{view.end_date}"
+    return csv_download(comp.error_events_frame(rows, view.time_zone), name)

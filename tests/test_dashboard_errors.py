@@ -1,0 +1,180 @@
+"""Browser tests of the errors page: groups with hand-counted numbers, opening a group and its stack, the bucket."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from datetime import datetime, timedelta
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from api_backend.app import create_app
+from api_backend.store.events import rows_to_table
+from dashboard.app import create_dashboard
+from tests.support import PASSWORD, live_server, make_account, make_site
+
+TYPE_ERROR = "Cannot read properties of undefined (reading 'price')"
+HOSTILE = '<script>alert("x")</script> is not defined'
+HOSTILE_STACK = 'ReferenceError: <script>alert("x")</script> is not defined\n    at <b>bold</b> (https://shop.example.com/app.js:7:3)'
+RANGE = "start_date=2026-03-01&end_date=2026-03-07&time_zone=Europe/Berlin"
+
+
+def error_row(site_id: int, when: datetime, session: int, name: str, message: str, stack: str, line: int) -> dict:
+    return {
+        "site_id": site_id,
+        "timestamp": when,
+        "session_id": f"s{session}",
+        "user_id": f"u{session}",
+        "hostname": "shop.example.com",
+        "pathname": "/checkout" if name == "TypeError" else "/",
+        "browser": "Chrome",
+        "browser_version": "140",
+        "operating_system": "Windows",
+        "device_type": "Desktop",
+        "country": "DE",
+        "type": "error",
+        "event_name": name,
+        "props": json.dumps(
+            {
+                "message": message,
+                "stack": stack,
+                "fileName": "https://shop.example.com/app.js",
+                "lineNumber": line,
+                "columnNumber": 3,
+            }
+        ),
+    }
+
+
+def load_events(services, site_id: int) -> list[dict]:
+    """25 TypeErrors over 5 sessions (days 2 and 5) and 2 hostile ReferenceErrors in one session (day 6)."""
+    rows = []
+    start = datetime(2026, 3, 2, 9, 0)
+    for i in range(25):
+        when = start + timedelta(days=3 * (i % 2), minutes=i)
+        stack = f"TypeError: {TYPE_ERROR}\n    at total (https://shop.example.com/app.js:{100 + i}:3)"
+        rows.append(error_row(site_id, when, i % 5, "TypeError", TYPE_ERROR, stack, 100 + i))
+    for i in range(2):
+        rows.append(
+            error_row(site_id, datetime(2026, 3, 6, 22, 30 + i), 9, "ReferenceError", HOSTILE, HOSTILE_STACK, 7)
+        )
+    # Page views of the same sessions: not errors, must not count.
+    rows += [
+        {"site_id": site_id, "timestamp": datetime(2026, 3, 2, 8, 59), "session_id": f"s{n}", "type": "pageview"}
+        for n in range(10)
+    ]
+    services.events.append(rows_to_table(rows))
+    return rows
+
+
+@pytest.fixture
+def api_base(settings, services):
+    with live_server(create_app(settings, services)) as base:
+        yield base
+
+
+def sign_in(dash_duo, email: str) -> None:
+    dash_duo.wait_for_element("#login-email", timeout=10)
+    dash_duo.find_element("#login-email").send_keys(email)
+    dash_duo.find_element("#login-password").send_keys(PASSWORD)
+    dash_duo.find_element("#login-submit").click()
+    dash_duo.wait_for_element("#sites-list", timeout=10)
+
+
+def plotted_points(dash_duo) -> list:
+    return dash_duo.driver.execute_script(
+        "var g = document.querySelector('#errors-chart .js-plotly-plot');return g && g.data ? g.data[0].y : null;"
+    )
+
+
+def wait_until(predicate, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def test_dash_errors001_groups_open_stack_and_bucket(dash_duo, services, api_base, output_dir):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com", track_errors=True)
+    rows = load_events(services, site.site_id)
+    # The truth, counted straight from the rows loaded.
+    errors = [r for r in rows if r["type"] == "error"]
+    occurrences = Counter(json.loads(r["props"])["message"] for r in errors)
+    sessions = {
+        m: len({r["session_id"] for r in errors if json.loads(r["props"])["message"] == m}) for m in occurrences
+    }
+    share = {m: f"{occurrences[m] * 100 / len(errors):.1f}%" for m in occurrences}
+
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.driver.get(f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}")
+    dash_duo.wait_for_element(".error-group[data-index='1']", timeout=15)
+
+    groups = dash_duo.driver.find_elements(By.CSS_SELECTOR, "button.error-group")
+    first, second = groups
+    assert first.find_element(By.CSS_SELECTOR, ".error-class").text == "TypeError"
+    assert first.find_element(By.CSS_SELECTOR, ".error-message").text == TYPE_ERROR
+    assert first.find_element(By.CSS_SELECTOR, ".error-group-count").text == str(occurrences[TYPE_ERROR])
+    assert first.find_element(By.CSS_SELECTOR, ".error-group-sessions").text == str(sessions[TYPE_ERROR])
+    assert share[TYPE_ERROR] in first.find_element(By.CSS_SELECTOR, ".error-group-share").text
+    # The hostile message is shown as the characters it is, and no script element came from it.
+    assert second.find_element(By.CSS_SELECTOR, ".error-message").text == HOSTILE
+    assert second.find_element(By.CSS_SELECTOR, ".error-group-count").text == str(occurrences[HOSTILE])
+    assert dash_duo.driver.find_elements(By.CSS_SELECTOR, ".error-message script") == []
+    # Each group has a sparkline: one bar per day of the 7-day range, tallest where the errors are.
+    bars = first.find_elements(By.CSS_SELECTOR, ".spark-bar")
+    assert len(bars) == 7
+    assert "spark-bar-empty" in bars[0].get_attribute("class")
+    dash_duo.driver.save_screenshot(str(output_dir / "errors.png"))
+
+    # Open the hostile group: its chart, its occurrences and the stack as text in a monospace block.
+    second.click()
+    dash_duo.wait_for_element("pre.stack-trace", timeout=15)
+    assert "error=" in dash_duo.driver.current_url
+    stacks = dash_duo.driver.find_elements(By.CSS_SELECTOR, "pre.stack-trace")
+    assert len(stacks) == occurrences[HOSTILE]
+    assert stacks[0].text == HOSTILE_STACK
+    assert dash_duo.driver.find_elements(By.CSS_SELECTOR, "pre.stack-trace b") == []
+    times = [e.text for e in dash_duo.driver.find_elements(By.CSS_SELECTOR, ".occurrence-time")]
+    # 22:31 and 22:30 UTC on 6 March are 23:31 and 23:30 in Berlin (CET), newest first.
+    assert times == ["2026-03-06 23:31:00 CET", "2026-03-06 23:30:00 CET"]
+    assert "https://shop.example.com/app.js:7:3" in dash_duo.find_element(".occurrence-location").text
+    wait_until(lambda: plotted_points(dash_duo))
+    assert plotted_points(dash_duo) == [0, 0, 0, 0, 0, 2, 0]  # day buckets in Berlin: both on 6 March
+
+    # Switch the bucket to hours: 7 days x 24 hours, the two errors in the 23:00 hour of 6 March.
+    dash_duo.select_dcc_dropdown("#errors-bucket", "Hour")
+    points = wait_until(lambda: (p := plotted_points(dash_duo)) and len(p) == 168 and p)
+    assert sum(points) == 2 and points[5 * 24 + 23] == 2
+    assert parse_qs(urlparse(dash_duo.driver.current_url).query)["bucket"] == ["hour"]
+    dash_duo.driver.execute_script("document.querySelector('.errors-detail').scrollIntoView()")
+    dash_duo.driver.save_screenshot(str(output_dir / "errors-detail.png"))
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def test_dash_errors002_occurrence_pages(dash_duo, services, api_base):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com", track_errors=True)
+    load_events(services, site.site_id)
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.driver.get(f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}")
+    dash_duo.wait_for_element(".error-group[data-index='0']", timeout=15)
+    dash_duo.find_element(".error-group[data-index='0']").click()
+
+    dash_duo.wait_for_text_to_equal(".occurrences-count", "1–20 of 25", timeout=15)
+    assert len(dash_duo.driver.find_elements(By.CSS_SELECTOR, ".occurrence")) == 20
+    dash_duo.find_element("#errors-occurrences-next").click()
+    dash_duo.wait_for_text_to_equal(".occurrences-count", "21–25 of 25", timeout=15)
+    assert len(dash_duo.driver.find_elements(By.CSS_SELECTOR, ".occurrence")) == 5
+    assert dash_duo.find_element("#errors-occurrences-next").get_attribute("disabled") == "true"
+    dash_duo.find_element("#errors-occurrences-prev").click()
+    dash_duo.wait_for_text_to_equal(".occurrences-count", "1–20 of 25", timeout=15)
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
