@@ -22,7 +22,7 @@ from typing import Any
 from api_backend.query.filters import SESSION_CHANNEL
 from api_backend.query.metric import keeps_empty_value, session_values_sql
 from api_backend.query.scope import Scope, scope_ctes
-from api_backend.query.sql import Dialect, Params, Query, json_path, paged_select
+from api_backend.query.sql import Dialect, Params, Query, json_path
 
 __all__ = [
     "GoalSpec",
@@ -92,13 +92,22 @@ def _property_filters(config: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return filters
 
 
+def _path_match(pattern: str, d: Dialect, p: Params) -> str:
+    # Plain paths and "prefix/**" need no regex engine; the result is the same, only cheaper.
+    if "*" not in pattern:
+        return f"pathname = {p.add(pattern)}"
+    if pattern.endswith("**") and "*" not in pattern[:-2]:
+        return d.starts_with("pathname", p.add(pattern[:-2]))
+    return d.regex_full("pathname", p.add(path_pattern_regex(pattern)))
+
+
 def goal_condition(
     goal_type: str, config: Mapping[str, Any], d: Dialect, p: Params, hostname: str | None = None
 ) -> str:
     """A per-event SQL condition true for events that complete the goal (or funnel step)."""
     parts: list[str] = []
     if goal_type == "path":
-        parts += ["type = 'pageview'", d.regex_full("pathname", p.add(path_pattern_regex(config["pathPattern"])))]
+        parts += ["type = 'pageview'", _path_match(config["pathPattern"], d, p)]
     elif goal_type == "event":
         parts += ["type = 'custom_event'", f"event_name = {p.add(config['eventName'])}"]
     else:
@@ -160,8 +169,12 @@ def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: 
     first_cols = ", ".join(
         first_set(c) for c in ("referrer", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
     )
+    # Rank converted sessions on the cheap (end time only), then describe just the requested page.
     sql = f"""{ctes},
-conv AS (SELECT session_id FROM fe GROUP BY session_id HAVING bool_or({condition})),
+conv AS MATERIALIZED (SELECT session_id, max(timestamp) AS session_end FROM fe
+                      GROUP BY session_id HAVING bool_or({condition})),
+page AS (SELECT session_id, row_number() OVER (ORDER BY session_end DESC, session_id) AS rn FROM conv
+         ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)}),
 s AS (
   SELECT session_id,
     coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''),
@@ -178,9 +191,12 @@ s AS (
     count(*) FILTER (WHERE type = 'outbound') AS outbound,
     min(timestamp) AS session_start,
     max(timestamp) AS session_end
-  FROM fe WHERE session_id IN (SELECT session_id FROM conv)
-  GROUP BY session_id),
-{paged_select("s", "session_end DESC, session_id", limit, offset, p)}"""
+  FROM fe WHERE session_id IN (SELECT session_id FROM page)
+  GROUP BY session_id)
+SELECT t.total_count, page.rn, s.*
+FROM (SELECT count(*) AS total_count FROM conv) AS t
+LEFT JOIN page ON true LEFT JOIN s ON s.session_id = page.session_id
+ORDER BY page.rn"""
     return p.query(sql)
 
 
