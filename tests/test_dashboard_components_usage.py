@@ -83,3 +83,8 @@ def test_totals_grid_shows_formatted_numbers_and_shares():
     assert pageviews[1].children == "7,500" and pageviews[2].children == "75.0% of all"
     errors = tiles[5].children
     assert errors[1].id == "usage-total-error_count" and errors[2].children == "25.0% of all"
+
+
+def test_legend_lists_categories_in_their_order():
+    figure = comp.usage_figure(comp.usage_frame(rows(2)))
+    assert figure.layout.legend.traceorder == "normal"

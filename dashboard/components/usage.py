@@ -17,7 +17,7 @@ __all__ = ["USAGE_CATEGORIES", "usage_figure", "usage_frame", "usage_totals", "u
 # (row field, label, colour) for the nine categories the API counts per day, in the order the API lists them.
 # Colours: one calm hue per category, the accent for page views (the bulk of most sites' traffic).
 USAGE_CATEGORIES: list[tuple[str, str, str]] = [
-    ("pageview_count", "Page views", "#4f46e5"),
+    ("pageview_count", "Page views", "#3b5bdb"),
     ("custom_event_count", "Custom events", "#0ea5e9"),
     ("performance_count", "Performance", "#14b8a6"),
     ("outbound_count", "Outbound clicks", "#a855f7"),
@@ -71,7 +71,7 @@ def usage_figure(frame: pd.DataFrame) -> go.Figure:
         paper_bgcolor="white",
         hovermode="x unified",
         bargap=0.2,
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "traceorder": "normal"},
         xaxis={"type": "date", "gridcolor": "#eef0f3", "tickformat": "%b %d"},
         yaxis={"title": {"text": "events per day"}, "gridcolor": "#eef0f3", "rangemode": "tozero", "tickformat": ",d"},
         font={"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#374151"},
