@@ -424,3 +424,43 @@ def test_read020_end_date_today_runs_up_to_now(world: World) -> None:
         headers=world.owner.headers,
     )
     assert response.json()["data"]["sessions"] == 1  # the future event is not counted
+
+
+def test_read021_error_filters_page_filters_apply_to_error_rows(world: World) -> None:
+    rows = in_window(world)
+    by_page = [{"parameter": "pathname", "type": "equals", "value": ["/pricing"]}]
+    body = world.get("/error-names", filters=json.dumps(by_page), **WINDOW)
+    # Row level: only errors that happened on /pricing, not every error of sessions that saw /pricing.
+    expected = truth.expected_error_names(rows[rows["pathname"] == "/pricing"])
+    assert [(r["value"], r["count"]) for r in body["data"]] == [(r["value"], r["count"]) for r in expected]
+    by_channel = [{"parameter": "channel", "type": "equals", "value": ["Email"]}]
+    body = world.get("/error-names", filters=json.dumps(by_channel), **WINDOW)
+    chosen = truth.qualify(rows, by_channel)
+    expected = truth.expected_error_names(rows[rows["session_id"].isin(chosen)])
+    assert [(r["value"], r["count"], r["sessionCount"]) for r in body["data"]] == [
+        (r["value"], r["count"], r["sessionCount"]) for r in expected
+    ]
+
+
+def test_read022_metric_event_name_counts_events(world: World) -> None:
+    rows = in_window(world)
+    custom = rows[rows["type"] == "custom_event"]
+    body = world.get("/metric", parameter="event_name", **WINDOW)["data"]
+    expected = sorted(custom.groupby("event_name").size().items(), key=lambda x: (-x[1], x[0]))
+    assert [(r["value"], r["count"]) for r in body["data"]] == [(k, int(v)) for k, v in expected]
+    for row in body["data"]:
+        assert row["sessions"] == custom[custom["event_name"] == row["value"]]["session_id"].nunique()
+    only = json.dumps([{"parameter": "event_name", "type": "equals", "value": ["play"]}])
+    narrowed = world.get("/metric", parameter="event_name", filters=only, **WINDOW)["data"]["data"]
+    assert [r["value"] for r in narrowed] == ["play"]
+
+
+def test_read023_goal_sessions_honour_filters(world: World, goal_ids: list[int]) -> None:
+    flt = [{"parameter": "country", "type": "equals", "value": ["FR"]}]
+    rows = in_window(world)
+    chosen = rows[rows["session_id"].isin(truth.qualify(rows, flt))]
+    _, conversions, converted = truth.expected_goal(chosen, GOALS[2])
+    body = world.get(f"/goals/{goal_ids[2]}/sessions", filters=json.dumps(flt), limit="100", **WINDOW)
+    assert body["totalCount"] == conversions
+    assert {s["session_id"] for s in body["data"]} == converted
+    assert {s["country"] for s in body["data"]} == {"FR"}
