@@ -6,8 +6,10 @@ import json
 import time
 from collections import Counter
 from datetime import datetime, timedelta
-from urllib.parse import parse_qs, urlparse
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlparse
 
+import pandas as pd
 import pytest
 from selenium.webdriver.common.by import By
 
@@ -159,16 +161,31 @@ def test_dash_errors001_groups_open_stack_and_bucket(dash_duo, services, api_bas
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
 
 
-def test_dash_errors002_occurrence_pages(dash_duo, services, api_base):
+def test_dash_errors002_filtered_groups_csv_and_occurrence_pages(dash_duo, services, api_base, output_dir):
     owner = make_account(services, "owner@example.com")
-    site = make_site(services, owner, "shop.example.com", track_errors=True)
+    site = make_site(services, owner, "shop.example.com", track_errors=False)
     load_events(services, site.site_id)
     dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
     sign_in(dash_duo, "owner@example.com")
-    dash_duo.driver.get(f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}")
+    # A page filter applies to the error events themselves: only the checkout errors remain.
+    only_checkout = quote(json.dumps([{"parameter": "pathname", "type": "equals", "value": ["/checkout"]}]))
+    dash_duo.driver.get(f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}&filters={only_checkout}")
     dash_duo.wait_for_element(".error-group[data-index='0']", timeout=15)
-    dash_duo.find_element(".error-group[data-index='0']").click()
+    assert len(dash_duo.driver.find_elements(By.CSS_SELECTOR, "button.error-group")) == 1
+    assert dash_duo.find_element("button.error-group .error-group-share").text.startswith("100.0%")
+    # Error tracking is off for this site: the page says so and links to the switch.
+    dash_duo.wait_for_contains_text(".errors-tracking-off", "Error tracking is off", timeout=10)
 
+    # The groups CSV holds what the page shows, filters applied.
+    dash_duo.find_element("#errors-groups-csv").click()
+    csv_path = Path(dash_duo.download_path)
+    files = wait_until(lambda: [f for f in csv_path.glob("*.csv") if f.stat().st_size > 0])
+    frame = pd.read_csv(files[0])
+    assert frame[["error_name", "message", "occurrences", "sessions"]].values.tolist() == [
+        ["TypeError", TYPE_ERROR, 25, 5]
+    ]
+
+    dash_duo.find_element(".error-group[data-index='0']").click()
     dash_duo.wait_for_text_to_equal(".occurrences-count", "1–20 of 25", timeout=15)
     assert len(dash_duo.driver.find_elements(By.CSS_SELECTOR, ".occurrence")) == 20
     dash_duo.find_element("#errors-occurrences-next").click()

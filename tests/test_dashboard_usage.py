@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import time
 from datetime import date, datetime, timedelta
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -30,6 +32,16 @@ def sign_in(dash_duo, email: str) -> None:
     dash_duo.find_element("#login-password").send_keys(PASSWORD)
     dash_duo.find_element("#login-submit").click()
     dash_duo.wait_for_element("#sites-list", timeout=10)
+
+
+def wait_until(predicate, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
 
 
 def random_events(site_id: int, rng: random.Random, days: list[date], count: int) -> list[dict]:
@@ -94,6 +106,14 @@ def test_dash_usage001_totals_and_chart_match_the_events(dash_duo, services, api
     assert sum(traces[i]["y"][2] for i in range(9)) == 0  # the empty day is there, with nothing in it
     assert dash_duo.driver.find_elements(By.CSS_SELECTOR, ".usage-page .filter-builder")[0].is_displayed() is False
     dash_duo.driver.save_screenshot(str(output_dir / "usage.png"))
+
+    # The CSV has one row per day of the range with the same counts.
+    dash_duo.find_element("#usage-csv").click()
+    files = wait_until(lambda: [f for f in Path(dash_duo.download_path).glob("*.csv") if f.stat().st_size > 0])
+    csv = pd.read_csv(files[0])
+    assert csv["event_date"].tolist() == [(FIRST + timedelta(days=i)).isoformat() for i in range(5)]
+    for field, value in expected.items():
+        assert int(csv[field].sum()) == value, field
 
     # Another organization: its own numbers.
     dash_duo.select_dcc_dropdown("#usage-org", "Other")
