@@ -250,6 +250,8 @@ def _open_event_services(settings: Settings):
 
     try:
         return open_services(settings)
+    except ValueError as exc:  # an events URL this build cannot open
+        raise CommandError(str(exc)) from None
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise CommandError(
