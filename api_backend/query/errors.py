@@ -31,7 +31,7 @@ def build_error_names_query(scope: Scope, limit: int, offset: int, d: Dialect) -
     ctes = scope_ctes(error_scope(scope), d, p)
     sql = f"""{ctes},
 er AS (SELECT session_id, event_name, {_prop(d, p, "message")} AS msg FROM fe WHERE type = 'error'),
-g AS (SELECT msg AS value, min(event_name) AS "errorName", count(*) AS count,
+g AS MATERIALIZED (SELECT msg AS value, min(event_name) AS "errorName", count(*) AS count,
              count(DISTINCT session_id) AS "sessionCount", sum(count(*)) OVER () AS occurrences
       FROM er WHERE msg <> '' AND event_name <> '' GROUP BY msg),
 {paged_select("g", "count DESC, value", limit, offset, p)}"""
@@ -48,7 +48,7 @@ def build_error_events_query(scope: Scope, message: str, limit: int, offset: int
         return f"coalesce({', '.join(casts)})"
 
     sql = f"""{ctes},
-ev AS (
+ev AS MATERIALIZED (
   SELECT timestamp, session_id,
     CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END AS user_id,
     pathname, hostname, page_title, referrer, browser, browser_version, operating_system,

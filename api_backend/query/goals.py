@@ -207,7 +207,7 @@ def build_goal_breakdown_query(scope: Scope, goal: GoalSpec, parameter: str, d: 
     condition = goal_condition(goal.goal_type, goal.config, d, p)
     keep = "" if keeps_empty_value(parameter) else "WHERE sv.value <> ''"
     sql = f"""{ctes},
-conv AS (SELECT session_id, bool_or({condition}) AS converted FROM fe GROUP BY session_id),
+conv AS MATERIALIZED (SELECT session_id, bool_or({condition}) AS converted FROM fe GROUP BY session_id),
 grouped AS (
   SELECT sv.value, count(*) AS sessions, count(*) FILTER (WHERE conv.converted) AS conversions
   FROM ({session_values_sql(parameter, d, p)}) AS sv JOIN conv USING (session_id) {keep}

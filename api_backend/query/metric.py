@@ -55,7 +55,7 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
         )
     lo, hi = p.add(offset), p.add(offset + limit)
     sql = f"""{ctes},
-agg AS ({agg}),
+agg AS MATERIALIZED ({agg}),
 ranked AS (SELECT value, count, sessions, row_number() OVER (ORDER BY count DESC, value) AS rn FROM agg),
 totals AS (SELECT (SELECT count(*) FROM agg) AS total_values,
                   (SELECT count(DISTINCT session_id) FROM fe) AS total_sessions)
