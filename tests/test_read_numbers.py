@@ -464,3 +464,36 @@ def test_read023_goal_sessions_honour_filters(world: World, goal_ids: list[int])
     assert body["totalCount"] == conversions
     assert {s["session_id"] for s in body["data"]} == converted
     assert {s["country"] for s in body["data"]} == {"FR"}
+
+
+def test_read024_funnel_step_with_property_and_hostname(world: World) -> None:
+    steps = [
+        {"type": "page", "value": "/**", "hostname": "example.com"},
+        {"type": "event", "value": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"},
+    ]
+    response = world.client.post(
+        f"/api/sites/{world.site_id}/funnels/analyze", params=WINDOW, json={"steps": steps}, headers=world.owner.headers
+    )
+    expected = truth.expected_funnel(in_window(world), steps)
+    assert [d["sessions"] for d in response.json()["data"]] == expected and expected[1] > 0
+    elsewhere = [{**steps[0], "hostname": "elsewhere.example"}, steps[1]]
+    response = world.client.post(
+        f"/api/sites/{world.site_id}/funnels/analyze",
+        params=WINDOW,
+        json={"steps": elsewhere},
+        headers=world.owner.headers,
+    )
+    data = response.json()["data"]
+    assert [d["sessions"] for d in data] == [0, 0]
+    assert data[1]["conversion_rate"] is None and data[1]["dropoff_rate"] is None  # 0/0 is null, not NaN
+
+
+def test_read025_goal_breakdown_by_page_counts_each_page_a_session_saw(world: World, goal_ids: list[int]) -> None:
+    body = world.get(f"/goals/{goal_ids[3]}/breakdown", parameter="pathname", **WINDOW)
+    rows = in_window(world)
+    _, _, converted = truth.expected_goal(rows, GOALS[3])
+    pageviews = rows[rows["type"] == "pageview"]
+    assert {i["value"] for i in body["data"]} == set(pageviews["pathname"])
+    for item in body["data"]:
+        members = set(pageviews[pageviews["pathname"] == item["value"]]["session_id"])
+        assert (item["sessions"], item["conversions"]) == (len(members), len(members & converted)), item["value"]

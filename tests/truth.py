@@ -402,9 +402,15 @@ def expected_funnel(df: pd.DataFrame, steps: Sequence[dict[str, Any]]) -> list[i
     """Sessions reaching each step, each matching event strictly later than the previous step's."""
 
     def hit(row: pd.Series, step: dict[str, Any]) -> bool:
+        if step.get("hostname") and row["hostname"] != step["hostname"]:
+            return False
         if step["type"] == "page":
             return row["type"] == "pageview" and path_matches(step["value"], row["pathname"])
-        return row["type"] == "custom_event" and row["event_name"] == step["value"]
+        if row["type"] != "custom_event" or row["event_name"] != step["value"]:
+            return False
+        if "eventPropertyKey" in step:
+            return _text(_prop(row["props"], step["eventPropertyKey"])) == _text(step["eventPropertyValue"])
+        return True
 
     reached = [0] * len(steps)
     for _, g in df.sort_values("timestamp").groupby("session_id"):
