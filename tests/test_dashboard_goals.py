@@ -3,7 +3,11 @@ open sessions, and the view controls (dates, filter) changing the numbers."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from dash.testing.wait import until
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 
 from api_backend.app import create_app
@@ -32,9 +36,25 @@ def fill(dash_duo, selector: str, text: str) -> None:
     element.send_keys(text)
 
 
+def wait_visible(dash_duo, selector: str, timeout: float = 5) -> None:
+    until(lambda: dash_duo.find_element(selector).is_displayed(), timeout)
+
+
 def goal_rows(dash_duo) -> list[list[str]]:
-    rows = dash_duo.find_elements("#goals-table tbody tr")
-    return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+    """The goals table's cells, read again if the table re-renders while being read."""
+    for _ in range(20):
+        try:
+            rows = dash_duo.find_elements("#goals-table tbody tr")
+            return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+        except StaleElementReferenceException:
+            time.sleep(0.1)
+    raise AssertionError("the goals table kept re-rendering")
+
+
+def wait_rows(dash_duo, check, timeout: float = 10) -> list[list[str]]:
+    """Wait until ``check(rows)`` holds for the goals table, then return the rows."""
+    until(lambda: check(goal_rows(dash_duo)), timeout)
+    return goal_rows(dash_duo)
 
 
 def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services, api_base, output_dir):
@@ -49,7 +69,7 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
 
     # Create a path goal.
     dash_duo.find_element("#goals-new").click()
-    dash_duo.wait_for_element("#goals-form-name", timeout=5)
+    wait_visible(dash_duo, "#goals-form-name")
     fill(dash_duo, "#goals-form-name", "Pricing")
     fill(dash_duo, "#goals-form-path", "/pricing")
     dash_duo.driver.save_screenshot(str(output_dir / "goals-form.png"))
@@ -74,13 +94,12 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
     dash_duo.find_element("#goals-new").click()
     fill(dash_duo, "#goals-form-name", "Pro signup")
     dash_duo.find_element("#goals-form-type label:nth-child(2)").click()
-    dash_duo.wait_for_element("#goals-form-event", timeout=5)
+    wait_visible(dash_duo, "#goals-form-event")
     fill(dash_duo, "#goals-form-event", "signup")
     fill(dash_duo, "#goals-form-property-key", "plan")
     fill(dash_duo, "#goals-form-property-value", "pro")
     dash_duo.find_element("#goals-form-save").click()
-    dash_duo.wait_for_contains_text("#goals-table", "signup where plan = pro", timeout=10)
-    rows = {r[0]: r for r in goal_rows(dash_duo)}
+    rows = {r[0]: r for r in wait_rows(dash_duo, lambda rows: "Pro signup" in [r[0] for r in rows])}
     assert rows["Pro signup"][3:6] == ["2", "10", "20.0%"]
 
     # Edit the path goal's name and pattern ("/pric*" still matches /pricing only).
@@ -91,8 +110,7 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
     fill(dash_duo, "#goals-form-name", "Pricing page")
     fill(dash_duo, "#goals-form-path", "/pric*")
     dash_duo.find_element("#goals-form-save").click()
-    dash_duo.wait_for_contains_text("#goals-table", "Pricing page", timeout=10)
-    rows = {r[0]: r for r in goal_rows(dash_duo)}
+    rows = {r[0]: r for r in wait_rows(dash_duo, lambda rows: "Pricing page" in [r[0] for r in rows])}
     assert rows["Pricing page"][2:6] == ["/pric*", "4", "10", "40.0%"]
 
     # Clone it, then delete the clone after confirming.
@@ -100,8 +118,7 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
     dash_duo.wait_for_text_to_equal("#goals-form-title", "Clone goal", timeout=5)
     assert dash_duo.find_element("#goals-form-name").get_attribute("value") == "Pricing page (copy)"
     dash_duo.find_element("#goals-form-save").click()
-    dash_duo.wait_for_contains_text("#goals-table", "Pricing page (copy)", timeout=10)
-    assert len(goal_rows(dash_duo)) == 3
+    wait_rows(dash_duo, lambda rows: len(rows) == 3 and "Pricing page (copy)" in [r[0] for r in rows])
     dash_duo.driver.save_screenshot(str(output_dir / "goals.png"))
     clone_id = next(g.goal_id for g in services.metadata.all_goals(site.site_id) if g.name == "Pricing page (copy)")
     dash_duo.find_element(f'[id=\'{{"action":"delete","goal":{clone_id},"type":"goals-action"}}\']').click()
@@ -109,7 +126,7 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
     dash_duo.driver.save_screenshot(str(output_dir / "goals-delete.png"))
     dash_duo.find_element("#goals-delete-yes").click()
     dash_duo.wait_for_contains_text("#goals-status", "deleted", timeout=10)
-    assert sorted(r[0] for r in goal_rows(dash_duo)) == ["Pricing page", "Pro signup"]
+    wait_rows(dash_duo, lambda rows: sorted(r[0] for r in rows) == ["Pricing page", "Pro signup"])
     assert services.metadata.goal(clone_id) is None
 
     # A goal opens its converted sessions.
