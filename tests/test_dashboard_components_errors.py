@@ -223,3 +223,35 @@ def test_detail_header_full_message_and_plural():
 def test_time_figure_small_counts_get_whole_number_ticks():
     assert comp.errors_time_figure([bucket(0, 2)], "UTC", "hour").layout.yaxis.dtick == 1
     assert comp.errors_time_figure([bucket(0, 200)], "UTC", "hour").layout.yaxis.dtick is None
+
+
+@pytest.mark.parametrize(
+    ("requested", "days", "expected"),
+    [
+        ("minute", 1, "minute"),
+        ("minute", 2, "hour"),  # 2,880 bars: too many, falls back
+        ("five_minutes", 6, "five_minutes"),
+        ("hour", 90, "day"),
+        ("week", 90, "week"),
+        (None, 1, "hour"),
+        (None, 30, "day"),
+        ("bogus", 30, "day"),
+    ],
+)
+def test_chart_bucket_suits_the_range(requested, days, expected):
+    assert comp.chart_bucket(requested, days) == expected
+
+
+def test_bucket_options_disable_too_fine_buckets():
+    options = {option["value"]: option["disabled"] for option in comp.bucket_options(30)}
+    assert options == {
+        "minute": True,
+        "five_minutes": True,
+        "ten_minutes": True,
+        "fifteen_minutes": True,
+        "hour": False,
+        "day": False,
+        "week": False,
+        "month": False,
+    }
+    assert [o["disabled"] for o in comp.bucket_options(1)] == [False] * 8

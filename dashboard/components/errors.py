@@ -18,10 +18,14 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 __all__ = [
+    "BUCKET_MINUTES",
     "ERROR_BUCKETS",
+    "MAX_CHART_BUCKETS",
+    "bucket_allowed",
     "MESSAGE_PREVIEW_CHARS",
     "bucket_options",
     "bucket_selector",
+    "chart_bucket",
     "error_detail_header",
     "error_events_frame",
     "error_group_row",
@@ -51,6 +55,18 @@ ERROR_BUCKETS: list[tuple[str, str]] = [
     ("month", "Month"),
 ]
 MESSAGE_PREVIEW_CHARS = 150
+# Bucket sizes in minutes (months counted as 28 days: only the number of bars matters here).
+BUCKET_MINUTES: dict[str, int] = {
+    "minute": 1,
+    "five_minutes": 5,
+    "ten_minutes": 10,
+    "fifteen_minutes": 15,
+    "hour": 60,
+    "day": 1440,
+    "week": 7 * 1440,
+    "month": 28 * 1440,
+}
+MAX_CHART_BUCKETS = 2000
 ACCENT = "#3b5bdb"  # the dashboard accent (assets/sitelens.css --accent)
 
 
@@ -407,16 +423,33 @@ def error_events_frame(events: Sequence[Any], time_zone: str | None) -> pd.DataF
     )
 
 
-def bucket_options() -> list[dict[str, str]]:
-    """Options for the bucket selector."""
-    return [{"label": label, "value": value} for value, label in ERROR_BUCKETS]
+def bucket_allowed(bucket: str, days: int | None) -> bool:
+    """Whether ``bucket`` draws a readable chart over ``days`` days (at most ``MAX_CHART_BUCKETS`` bars)."""
+    minutes = BUCKET_MINUTES.get(bucket)
+    if minutes is None:
+        return False
+    return days is None or days * 1440 / minutes <= MAX_CHART_BUCKETS
 
 
-def bucket_selector(component_id: Any, value: str) -> dcc.Dropdown:
+def chart_bucket(requested: str | None, days: int | None) -> str:
+    """The chart's bucket: the requested one when it suits the range, else hours up to two days and days beyond."""
+    if requested and bucket_allowed(requested, days):
+        return requested
+    return "hour" if days is not None and days <= 2 else "day"
+
+
+def bucket_options(days: int | None = None) -> list[dict[str, Any]]:
+    """Options for the bucket selector; buckets too fine for a range of ``days`` days are shown but disabled."""
+    return [
+        {"label": label, "value": value, "disabled": not bucket_allowed(value, days)} for value, label in ERROR_BUCKETS
+    ]
+
+
+def bucket_selector(component_id: Any, value: str, days: int | None = None) -> dcc.Dropdown:
     """The bucket selector of the errors-over-time chart."""
     return dcc.Dropdown(
         id=component_id,
-        options=bucket_options(),
+        options=bucket_options(days),
         value=value,
         clearable=False,
         searchable=False,

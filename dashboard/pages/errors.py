@@ -68,13 +68,6 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     )
 
 
-def default_bucket(view: ViewState) -> str:
-    """The chart's bucket: the URL's, else hours for up to two days and days beyond."""
-    if view.bucket in dict(comp.ERROR_BUCKETS):
-        return view.bucket
-    return "hour" if view.days <= 2 else "day"
-
-
 def _trends(api: Any, view: ViewState, messages: list[str], bucket: str) -> list[Any]:
     """One bucketed series per group, fetched side by side (each is a separate query on the server)."""
     app = flask.current_app._get_current_object()
@@ -206,7 +199,7 @@ def load_detail(view_data: dict | None, auth: dict | None) -> Any:
     from api_client import APIError
 
     api = session.api_for(auth)
-    bucket = default_bucket(view)
+    bucket = comp.chart_bucket(view.bucket, view.days)
     try:
         group = _find_group(api, view, view.error)
         series = session.cached_call(api, "error_time_series", view.site_id, view.error, view.query(), bucket=bucket)
@@ -221,7 +214,7 @@ def load_detail(view_data: dict | None, auth: dict | None) -> Any:
         [
             comp.error_detail_header(group),
             html.Div(
-                [html.H3("Occurrences over time"), comp.bucket_selector(ids.ERRORS_BUCKET, bucket)],
+                [html.H3("Occurrences over time"), comp.bucket_selector(ids.ERRORS_BUCKET, bucket, view.days)],
                 className="errors-chart-head",
             ),
             dcc.Graph(
@@ -254,7 +247,7 @@ def load_detail(view_data: dict | None, auth: dict | None) -> Any:
 def change_bucket(bucket: str | None, view_data: dict | None, auth: dict | None) -> Any:
     """Redraw the chart with the chosen bucket (one cached call)."""
     view = ViewState.from_dict(view_data)
-    if not bucket or view.site_id is None or not view.error:
+    if not bucket or view.site_id is None or not view.error or not comp.bucket_allowed(bucket, view.days):
         raise PreventUpdate
     from api_client import APIError
 
