@@ -114,6 +114,12 @@ def test_read004_metric_matches_pandas(world: World, parameter: str) -> None:
     if parameter == "channel":
         assert "" in [v for v, _ in got]  # direct traffic is the empty value
         assert sum(c for _, c in got) == sessions
+    if parameter != "pathname":
+        per_session = truth.sessions_of(in_window(world))
+        for row in body["data"]:
+            members = per_session[per_session[parameter] == row["value"]]
+            assert row["pageviews"] == members["pageviews"].sum()
+            assert row["bounce_rate"] == pytest.approx((members["pageviews"] == 1).mean() * 100)
 
 
 def test_read005_metric_pagination(world: World) -> None:

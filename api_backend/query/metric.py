@@ -39,27 +39,40 @@ def session_values_sql(parameter: str, d: Dialect, p: Params) -> str:
 
 
 def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect) -> Query:
-    """Rows ``(total_values, total_sessions, value, count, sessions)``; always one row even past the last page."""
+    """Rows ``(total_values, total_sessions, value, count, sessions, pageviews, bounce_rate)``, one page.
+
+    There is always one row, even past the last page, so the totals are known. ``pageviews`` and
+    ``bounce_rate`` (sessions with exactly one pageview, in percent) exist for session-level parameters.
+    """
     p = Params()
     ctes = scope_ctes(scope, d, p)
     keep = "" if keeps_empty_value(parameter) else "WHERE value <> ''"
     if parameter == "event_name":
         agg = (
-            "SELECT event_name AS value, count(*) AS count, count(DISTINCT session_id) AS sessions "
+            "SELECT event_name AS value, count(*) AS count, count(DISTINCT session_id) AS sessions, "
+            "NULL AS pageviews, NULL AS bounce_rate "
             "FROM fe WHERE type = 'custom_event' AND event_name <> '' GROUP BY event_name"
+        )
+    elif parameter in SESSION_PARAMETERS:
+        # One value per session: its pageviews and bounce come along in the same pass.
+        agg = (
+            f"SELECT value, count(*) AS count, count(*) AS sessions, sum(pv) AS pageviews, "
+            f"avg(CASE WHEN pv = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate "
+            f"FROM (SELECT session_id, {session_value(parameter, d, p)} AS value, "
+            f"count(*) FILTER (WHERE type = 'pageview') AS pv FROM fe GROUP BY session_id) AS sv {keep} GROUP BY value"
         )
     else:
         agg = (
-            f"SELECT value, count(*) AS count, count(*) AS sessions "
+            f"SELECT value, count(*) AS count, count(*) AS sessions, NULL AS pageviews, NULL AS bounce_rate "
             f"FROM ({session_values_sql(parameter, d, p)}) AS sv {keep} GROUP BY value"
         )
     lo, hi = p.add(offset), p.add(offset + limit)
     sql = f"""{ctes},
 agg AS MATERIALIZED ({agg}),
-ranked AS (SELECT value, count, sessions, row_number() OVER (ORDER BY count DESC, value) AS rn FROM agg),
+ranked AS (SELECT *, row_number() OVER (ORDER BY count DESC, value) AS rn FROM agg),
 totals AS (SELECT (SELECT count(*) FROM agg) AS total_values,
                   (SELECT count(DISTINCT session_id) FROM fe) AS total_sessions)
-SELECT t.total_values, t.total_sessions, r.value, r.count, r.sessions
+SELECT t.total_values, t.total_sessions, r.value, r.count, r.sessions, r.pageviews, r.bounce_rate
 FROM totals AS t LEFT JOIN ranked AS r ON r.rn > {lo} AND r.rn <= {hi}
 ORDER BY r.rn"""
     return p.query(sql)

@@ -26,7 +26,10 @@ def metric(
     page: Annotated[str | None, Query(description="1-based page")] = None,
     limit: Annotated[str | None, Query(description="rows per page 1..1000 (default 100)")] = None,
 ) -> dict[str, Any]:
-    """``{data: {data: [{value, count, percentage, sessions}], totalCount}}``, count desc then value."""
+    """``{data: {data: [{value, count, percentage, sessions, pageviews?, bounce_rate?}], totalCount}}``.
+
+    Sorted by count desc then value; pageviews and bounce_rate (percent) for session-level parameters.
+    """
     if not parameter:
         raise InvalidRequestError.for_field("parameter", "is required")
     parameter = parse_parameter(parameter)
@@ -42,12 +45,14 @@ def metric(
         if row["count"] is None:
             continue
         sessions = int(row["sessions"])
-        data.append(
-            {
-                "value": row["value"],
-                "count": int(row["count"]),
-                "sessions": sessions,
-                "percentage": sessions * 100 / total_sessions if total_sessions else 0.0,
-            }
-        )
+        item = {
+            "value": row["value"],
+            "count": int(row["count"]),
+            "sessions": sessions,
+            "percentage": sessions * 100 / total_sessions if total_sessions else 0.0,
+        }
+        if row["pageviews"] is not None:
+            item["pageviews"] = int(row["pageviews"])
+            item["bounce_rate"] = float(row["bounce_rate"])
+        data.append(item)
     return {"data": {"data": data, "totalCount": int(rows[0]["total_values"]) if rows else 0}}
