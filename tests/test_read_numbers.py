@@ -503,3 +503,15 @@ def test_read025_goal_breakdown_by_page_counts_each_page_a_session_saw(world: Wo
     for item in body["data"]:
         members = set(pageviews[pageviews["pathname"] == item["value"]]["session_id"])
         assert (item["sessions"], item["conversions"]) == (len(members), len(members & converted)), item["value"]
+
+
+def test_read026_error_pagination(world: World) -> None:
+    full = world.get("/error-names", **WINDOW)
+    pages = [world.get("/error-names", limit="1", page=str(n), **WINDOW) for n in (1, 2, 3, 4)]
+    assert [p["data"][0] for p in pages[:3]] == full["data"]
+    assert pages[3]["data"] == [] and all(p["totalCount"] == 3 for p in pages)
+    events = world.get("/error-events", errorMessage="Network failed", limit="100", **WINDOW)["data"]
+    first = world.get("/error-events", errorMessage="Network failed", limit="5", page="1", **WINDOW)
+    second = world.get("/error-events", errorMessage="Network failed", limit="5", page="2", **WINDOW)
+    assert first["data"] + second["data"] == events[:10]
+    assert first["totalCount"] == len(events)
