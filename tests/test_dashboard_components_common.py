@@ -1,0 +1,148 @@
+"""The common dashboard builders, checked as component JSON without a browser."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from api_client import APIConnectionError, AuthenticationError, NotFoundError, ServerError, ValidationError
+from dashboard.components.common import (
+    alert,
+    card,
+    channel_label,
+    csv_button,
+    csv_download,
+    data_table,
+    empty_state,
+    error_view,
+    format_change,
+    format_duration,
+    format_number,
+    format_percent,
+    invalid_link,
+    loading,
+    page_header,
+    redirect,
+)
+
+
+def texts(component) -> str:
+    """Every string in a component tree, in order."""
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, str):
+            found.append(node)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("children", "props"):
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(json.loads(json.dumps(component.to_plotly_json(), default=lambda o: o.to_plotly_json())))
+    return " ".join(found)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(0, "0"), (1234567, "1,234,567"), (12.6, "13"), (None, "–"), (float("nan"), "–"), (True, "–")],
+)
+def test_format_number(value, expected):
+    assert format_number(value) == expected
+
+
+def test_format_percent_and_duration():
+    assert format_percent(12.345) == "12.3%"
+    assert format_percent(100) == "100.0%"
+    assert format_percent(None) == "–"
+    assert format_duration(45) == "45s"
+    assert format_duration(185) == "3m 05s"
+    assert format_duration(7380) == "2h 03m"
+    assert format_duration(0) == "0s"
+    assert format_duration(math.inf) == "–"
+
+
+def test_format_change_relative_and_points():
+    assert format_change(110, 100) == ("+10.0%", "up")
+    assert format_change(50, 100) == ("-50.0%", "down")
+    assert format_change(100, 100) == ("0%", "flat")
+    assert format_change(5, 0) == ("new", "up")
+    assert format_change(5, None) == ("–", "none")
+    assert format_change(55.0, 40.0, points=True) == ("+15.0 pts", "up")
+
+
+def test_channel_label_shows_direct_for_empty():
+    assert channel_label("") == "Direct"
+    assert channel_label(None) == "Direct"
+    assert channel_label("Organic Search") == "Organic Search"
+
+
+def test_page_header_card_alert_empty_state():
+    header = page_header("Goals", "Subtitle", actions="A").to_plotly_json()
+    assert header["props"]["className"] == "page-header"
+    assert "Goals" in texts(page_header("Goals")) and "Subtitle" in texts(page_header("Goals", "Subtitle"))
+    panel = card("body", title="Title", id="x", title_id="x-title")
+    assert panel.id == "x" and "Title" in texts(panel) and "body" in texts(panel)
+    assert alert("Boom").className == "alert alert-error"
+    assert alert("Fine", "success").className == "alert alert-success"
+    assert alert("odd kind", "shout").className == "alert alert-error"
+    assert "Nothing here" in texts(empty_state("Nothing here", "Do this"))
+
+
+def test_loading_wraps_an_id():
+    wrapper = loading("x", "goals-body")
+    assert wrapper.children.id == "goals-body"
+
+
+def test_redirect_marker_carries_href():
+    marker = redirect("/login?next=%2Fgoals").to_plotly_json()
+    assert marker["props"]["data-href"] == "/login?next=%2Fgoals"
+    assert "data-clear-auth" not in marker["props"]
+    assert redirect("/login", clear_auth=True).to_plotly_json()["props"]["data-clear-auth"] == "1"
+
+
+def test_error_view_kinds():
+    expired = error_view(AuthenticationError(401, None, "expired"))
+    assert "session has ended" in texts(expired)
+    assert '"data-clear-auth": "1"' in json.dumps(expired.to_plotly_json(), default=lambda o: o.to_plotly_json())
+    assert "cannot reach the API" in texts(error_view(APIConnectionError(None, None, "refused")))
+    assert "reference abc" in texts(error_view(ServerError(500, None, "x", request_id="abc")))
+    invalid = ValidationError(400, None, "bad", [{"field": "end_date", "message": "must be after start_date"}])
+    assert "end_date: must be after start_date" in texts(error_view(invalid))
+    assert "Unexpected error" in texts(error_view(RuntimeError("secret traceback text")))
+    assert "secret traceback text" not in texts(error_view(RuntimeError("secret traceback text")))
+    # In a private-link view, a refused key means the link is not valid (no sign-in redirect).
+    shared = error_view(AuthenticationError(401, None, "no"), shared=True)
+    assert shared.id == "share-invalid" and "no longer valid" in texts(shared)
+    assert error_view(NotFoundError(404, None, "no"), shared=True).id == "share-invalid"
+    assert invalid_link().id == "share-invalid"
+
+
+def test_data_table_aligns_numbers_right_and_keeps_rows():
+    df = pd.DataFrame({"channel": ["Direct", "Referral"], "sessions": [3, 12], "link": ["[a](/x)", "[b](/y)"]})
+    table = data_table(df, "t", columns=["channel", ("sessions", "Sessions"), "link"], markdown=["link"])
+    assert table.data == [
+        {"channel": "Direct", "sessions": 3, "link": "[a](/x)"},
+        {"channel": "Referral", "sessions": 12, "link": "[b](/y)"},
+    ]
+    columns = {c["id"]: c for c in table.columns}
+    assert columns["sessions"] == {"id": "sessions", "name": "Sessions", "type": "numeric"}
+    assert columns["link"]["presentation"] == "markdown"
+    assert table.markdown_options["html"] is False  # text from the API is never rendered as HTML
+    assert {"if": {"column_id": "sessions"}, "textAlign": "right", "fontVariantNumeric": "tabular-nums"} in (
+        table.style_cell_conditional
+    )
+
+
+def test_csv_button_and_payload():
+    button = csv_button("goals-csv", "goals-csv-download")
+    ids = [child.id for child in button.children]
+    assert ids == ["goals-csv", "goals-csv-download"]
+    payload = csv_download(pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}), "goals")
+    assert payload["filename"] == "goals.csv"
+    assert payload["content"].splitlines() == ["a,b", "1,x", "2,y"]
