@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+from urllib.parse import parse_qs, urlparse
+
 import httpx
 import pytest
+from dash.testing.wait import until
 
 from api_backend.app import create_app
 from dashboard.app import create_dashboard
@@ -66,3 +70,50 @@ def test_dash_frame002_revoked_token_returns_to_sign_in(dash_duo, services, api_
     dash_duo.wait_for_contains_text("#login-message", "session has ended", timeout=10)
     assert dash_duo.driver.execute_script("return window.sessionStorage.getItem('frame-auth')") in (None, "null")
     dash_duo.driver.save_screenshot(str(output_dir / "frame-expired.png"))
+
+
+def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, services, api_base, output_dir):
+    owner = make_account(services, "owner@example.com")
+    shop = make_site(services, owner, "shop.example.com")
+    blog = make_site(services, owner, "blog.example.org")
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+
+    # A remote API: sign in with an API key instead of a password.
+    dash_duo.wait_for_element(".login-card", timeout=10)
+    dash_duo.find_element("#login-mode label:nth-child(2)").click()
+    until(lambda: dash_duo.find_element("#login-api-key").is_displayed(), 5)
+    dash_duo.find_element("#login-api-key").send_keys("not-a-key")
+    dash_duo.find_element("#login-submit").click()
+    dash_duo.wait_for_contains_text("#login-message", "not valid", timeout=10)
+    dash_duo.clear_input(dash_duo.find_element("#login-api-key"))
+    dash_duo.find_element("#login-api-key").send_keys(owner.api_key)
+    dash_duo.find_element("#login-submit").click()
+    dash_duo.wait_for_contains_text("#sites-list", "blog.example.org", timeout=10)
+    dash_duo.wait_for_text_to_equal("#frame-user-email", "owner@example.com", timeout=10)
+
+    # The navbar's site picker opens the goals of the chosen site.
+    dash_duo.find_element(f"#site-{shop.site_id}").click()
+    dash_duo.wait_for_element("#goals-body", timeout=10)
+    until(lambda: f"site={shop.site_id}" in dash_duo.driver.current_url, 5)
+    dash_duo.select_dcc_dropdown("#frame-site-picker", value="blog.example.org · Org of blog.example.org")
+    until(lambda: f"site={blog.site_id}" in dash_duo.driver.current_url, 10)
+    dash_duo.wait_for_contains_text("#goals-body", "No goals yet", timeout=10)
+
+    # Step back by the range's own length, then forward again; the zone selector rewrites the URL too.
+    def dates() -> tuple[str, str]:
+        query = parse_qs(urlparse(dash_duo.driver.current_url).query)
+        return query.get("start_date", [""])[0], query.get("end_date", [""])[0]
+
+    dash_duo.find_element("#frame-date-preset label:nth-child(2)").click()  # 7 days
+    until(lambda: dates()[0] != "", 10)
+    start, end = (date.fromisoformat(d) for d in dates())
+    assert (end - start).days == 6
+    dash_duo.find_element("#frame-date-back").click()
+    until(lambda: dates() == ((start - timedelta(days=7)).isoformat(), (end - timedelta(days=7)).isoformat()), 10)
+    dash_duo.find_element("#frame-date-forward").click()
+    until(lambda: dates() == (start.isoformat(), end.isoformat()), 10)
+    dash_duo.select_dcc_dropdown("#frame-time-zone", value="Asia/Tokyo")
+    until(lambda: "time_zone=Asia%2FTokyo" in dash_duo.driver.current_url, 10)
+    assert dates() == (start.isoformat(), end.isoformat())
+    dash_duo.driver.save_screenshot(str(output_dir / "frame-controls.png"))
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []

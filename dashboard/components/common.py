@@ -163,6 +163,8 @@ def loading(children: Any, id: str | dict) -> dcc.Loading:  # noqa: A002 - Dash'
         type="dot",
         color="var(--accent)",
         delay_show=150,
+        # Keep the previous content in place (dimmed) while a call runs, so the page does not jump.
+        overlay_style={"visibility": "visible", "opacity": 0.45, "filter": "grayscale(0.3)"},
         parent_className="loading-parent",
     )
 

@@ -357,6 +357,7 @@ def analytics_frame(view: ViewState, *, overview: bool = True, today: Any = None
                     type="dot",
                     color="var(--accent)",
                     delay_show=150,
+                    overlay_style={"visibility": "visible", "opacity": 0.45},
                 ),
                 id=ids.OVERVIEW,
                 className="overview",

@@ -107,7 +107,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
                 ],
             ),
             analytics_frame(view),
-            html.Div(id=ids.GOALS_STATUS),
+            html.Div(id=ids.GOALS_STATUS, className="status"),
             card(loading(None, ids.GOALS_BODY), title="Goals", actions=toolbar),
             goal_ui.goal_form(),
             delete_dialog(),
@@ -162,7 +162,8 @@ def load_goals(view_data: dict | None, _refresh: int, auth: dict | None) -> tupl
         result.meta.total_pages,
         lambda page: dash.get_relative_path("/goals") + view.to_search(page=page),
     )
-    summary = html.Div(f"{result.meta.total} goals", className="muted table-count")
+    count = result.meta.total
+    summary = html.Div(f"{count} goal" + ("" if count == 1 else "s"), className="muted table-count")
     return [html.Div(table, className="table-scroll"), html.Div([summary, pages], className="table-foot")], [
         g.model_dump(mode="json") for g in result.data
     ]

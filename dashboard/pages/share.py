@@ -109,7 +109,13 @@ def _goals(api: Any, view: ViewState) -> Any:
         html.H2("Goals", className="card-title section-title"),
         html.Div(table, className="table-scroll"),
         html.Div(
-            [html.Span(f"{result.meta.total} goals", className="muted table-count"), pages], className="table-foot"
+            [
+                html.Span(
+                    f"{result.meta.total} goal" + ("" if result.meta.total == 1 else "s"), className="muted table-count"
+                ),
+                pages,
+            ],
+            className="table-foot",
         ),
     ]
 
