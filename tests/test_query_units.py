@@ -61,6 +61,8 @@ def test_query002_other_modes_and_precedence() -> None:
         ({"start_date": "2026-03-01", "end_date": "2026-02-30"}, "Invalid end_date value"),
         ({"end_date": "2026-03-02"}, "start_date and end_date must be provided together"),
         ({"time_zone": "Europe/Atlantis"}, "Invalid time_zone"),
+        ({"time_zone": "localtime"}, "Invalid time_zone"),
+        ({"time_zone": "../etc/passwd"}, "Invalid time_zone"),
         ({"start_datetime": "2026-03-01T00:00:00Z"}, "start_datetime and end_datetime must be provided together"),
         (
             {"start_datetime": "2026-03-01T00:00:00Z", "end_datetime": "2026-03-01T00:00:00Z"},

@@ -16,7 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from api_backend.errors import FieldError, InvalidRequestError
 
@@ -62,10 +63,18 @@ def local_midnight_utc(day: date, zone: ZoneInfo) -> datetime:
     return to_utc(datetime(day.year, day.month, day.day), zone)
 
 
+@lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    # Canonical IANA names only: "localtime" and the posix/ and right/ copies mean nothing to a database.
+    return frozenset(available_timezones() - {"localtime"})
+
+
 def parse_time_zone(value: str | None) -> str:
     """The IANA zone name, or 400 ``Invalid time_zone``; empty means UTC."""
     if not value:
         return "UTC"
+    if value not in _zone_names():
+        raise InvalidRequestError("Invalid time_zone", [FieldError("time_zone", "Invalid time_zone")])
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError, IsADirectoryError):
