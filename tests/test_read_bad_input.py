@@ -58,6 +58,8 @@ FILTER_CASES = {
     "bad-regex": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["(unclosed"]}]),
     "look-around": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["^/(?!admin)"]}]),
     "back-reference": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["(a)\\1"]}]),
+    "huge-repeat": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["a{1001}"]}]),
+    "possessive": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["a++"]}]),
     "long-regex": json.dumps([{"parameter": "pathname", "type": "not_regex", "value": ["a" * 501]}]),
     "numeric-needs-number": json.dumps([{"parameter": "prop:seats", "type": "greater_than", "value": ["many"]}]),
     "no-values": json.dumps([{"parameter": "country", "type": "equals", "value": []}]),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -193,7 +194,10 @@ _REJECTED_REGEX = (
     (re.compile(r"\\[1-9]|\(\?P=|\\k<"), "back-references are not supported"),
     (re.compile(r"\(\?>|[*+?}]\+"), "atomic groups and possessive quantifiers are not supported"),
     (re.compile(r"\\Z"), "\\Z is not supported (use $)"),
+    (re.compile(r"\\G"), "\\G is not supported"),
 )
+_REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+MAX_REPEAT = 1000
 
 
 def validate_regex(pattern: object, field: str) -> str:
@@ -203,12 +207,17 @@ def validate_regex(pattern: object, field: str) -> str:
     if len(pattern) > MAX_REGEX:
         raise InvalidRequestError.for_field(field, f"the regular expression is longer than {MAX_REGEX} characters")
     try:
-        re.compile(pattern)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. FutureWarning on POSIX classes, which RE2 supports
+            re.compile(pattern)
     except re.error as exc:
         raise InvalidRequestError.for_field(field, f"invalid regular expression: {exc}") from None
     for rule, reason in _REJECTED_REGEX:
         if rule.search(pattern):
             raise InvalidRequestError.for_field(field, f"invalid regular expression: {reason}")
+    for match in _REPEAT.finditer(pattern):
+        if any(n and int(n) > MAX_REPEAT for n in match.groups()):
+            raise InvalidRequestError.for_field(field, f"invalid regular expression: repeat counts above {MAX_REPEAT}")
     return pattern
 
 

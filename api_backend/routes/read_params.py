@@ -113,6 +113,6 @@ def run_query(services: Services, query: SQLQuery) -> list[dict[str, Any]]:
         return services.events.query_dicts(query.sql, query.params)
     except Exception as exc:
         text = str(exc).lower()
-        if "regex" in text or "regular expression" in text:
+        if any(word in text for word in ("regex", "regular expression", "repetition", "escape sequence")):
             raise InvalidRequestError.for_field("filters", "the regular expression is not supported") from None
         raise
