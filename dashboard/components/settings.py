@@ -310,7 +310,7 @@ def private_link_panel(url: str | None, *, url_id: Any, copy_id: Any, generate_i
             ),
             html.Div(
                 [
-                    html.Button("Generate a new link", id=generate_id, n_clicks=0, className="button button-ghost"),
+                    html.Button("Generate a new link", id=generate_id, n_clicks=0, className="button button-secondary"),
                     html.Button("Revoke this link", id=revoke_id, n_clicks=0, className="button button-danger"),
                 ],
                 className="button-row",
