@@ -297,6 +297,32 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         return frame.overview_strip(current, previous)
 
     @app.callback(
+        Output(ids.FILTER_SUGGESTIONS, "children"),
+        Input(ids.FILTER_PARAMETER, "value"),
+        State(ids.VIEW, "data"),
+        State(ids.AUTH, "data"),
+        State(ids.SHARE, "data"),
+        State(ids.NAVIGATE, "pathname"),
+        prevent_initial_call=True,
+    )
+    def suggest_filter_values(
+        parameter: str | None, view_data: dict | None, auth: dict | None, share: dict | None, pathname: str | None
+    ) -> list:
+        """The most common values of the chosen parameter in the view, offered while typing a filter value."""
+        view = ViewState.from_dict(view_data)
+        if not parameter or view.site_id is None:
+            return []
+        from api_client import APIError
+
+        shared = _path(pathname).startswith("/share/")
+        api = session.api_for(None, share) if shared else session.api_for(auth)
+        try:
+            page = session.cached_call(api, "metric", view.site_id, parameter, view.query(), page=1, limit=50)
+        except APIError:
+            return []  # suggestions are a convenience; typing a value still works
+        return frame.suggestion_options(page.rows, parameter)
+
+    @app.callback(
         Output(ids.AUTH, "data", allow_duplicate=True),
         Output(ids.NAVIGATE, "href", allow_duplicate=True),
         Input(ids.SIGN_OUT, "n_clicks"),

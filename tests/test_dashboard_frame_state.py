@@ -196,3 +196,19 @@ def test_api_for_prefers_the_sign_in_token_over_a_private_key():
         assert (signed_in.token, signed_in.private_key, signed_in.base_url) == ("tok", None, "http://api.test/api")
         shared = session.api_for(None, {"privateKey": "key", "siteId": "1"})
         assert (shared.token, shared.private_key) == (None, "key")
+
+
+def test_forward_step_stops_at_today_and_suggestions():
+    today = date(2026, 3, 10)
+    current = ViewState(start_date=date(2026, 3, 4), end_date=today, time_zone="UTC")
+    earlier = ViewState(start_date=date(2026, 2, 25), end_date=date(2026, 3, 3), time_zone="UTC")
+
+    def forward(view):
+        controls = frame.date_controls(view, today)
+        return controls.children[0].children[2]
+
+    assert forward(current).disabled is True
+    assert forward(earlier).disabled is False
+    rows = [{"value": "Organic Search"}, {"value": ""}, {"value": "Referral"}]
+    assert [o.value for o in frame.suggestion_options(rows, "channel")] == ["Organic Search", "Direct", "Referral"]
+    assert [o.value for o in frame.suggestion_options(rows, "referrer")] == ["Organic Search", "Referral"]

@@ -163,6 +163,10 @@ def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, a
     dash_duo.find_element("#frame-date-preset label:nth-child(3)").click()
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
     dash_duo.select_dcc_dropdown("#frame-filter-parameter", value="Channel")
+    # The value box offers the channels seen in the range, most sessions first.
+    until(lambda: len(dash_duo.find_elements("#frame-filter-suggestions option")) == 3, 10)
+    offered = [o.get_attribute("value") for o in dash_duo.find_elements("#frame-filter-suggestions option")]
+    assert offered == ["Organic Search", "Direct", "Referral"]
     fill(dash_duo, "#frame-filter-value", "Direct")
     dash_duo.find_element("#frame-filter-add").click()
     dash_duo.wait_for_contains_text("#frame-filter-chips", "Channel is Direct", timeout=10)

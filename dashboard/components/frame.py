@@ -24,6 +24,7 @@ __all__ = [
     "filter_chips",
     "filter_label",
     "login_href",
+    "suggestion_options",
     "page_gate",
     "nav_links",
     "navbar",
@@ -212,7 +213,15 @@ def date_controls(view: ViewState, today: Any = None) -> html.Div:
                         className="segmented",
                         inline=True,
                     ),
-                    html.Button("›", id=ids.DATE_FORWARD, n_clicks=0, className="button button-icon", title="Next"),
+                    html.Button(
+                        "›",
+                        id=ids.DATE_FORWARD,
+                        n_clicks=0,
+                        className="button button-icon",
+                        title="Next",
+                        # Nothing to see past today.
+                        disabled=view.end_date is not None and view.end_date >= (today or today_in(view.time_zone)),
+                    ),
                 ],
                 className="date-steps",
             ),
@@ -297,8 +306,11 @@ def filter_builder() -> html.Div:
                 type="text",
                 placeholder="value, another value",
                 debounce=True,
+                list=ids.FILTER_SUGGESTIONS,
+                autoComplete="off",
                 className="input filter-value",
             ),
+            html.Datalist(id=ids.FILTER_SUGGESTIONS),
             html.Button("Add filter", id=ids.FILTER_ADD, n_clicks=0, className="button button-secondary"),
         ],
         className="filter-builder",
@@ -409,3 +421,14 @@ def page_gate(
     if need_site and view.site_id is None:
         return None, redirect("/sites", "Choose a site")
     return view, None
+
+
+def suggestion_options(rows: Sequence[Any], parameter: str) -> list[html.Option]:
+    """Datalist options from metric rows (most sessions first); direct traffic is offered as "Direct"."""
+    options = []
+    for row in rows:
+        value = row.get("value") if isinstance(row, Mapping) else getattr(row, "value", None)
+        if value is None or (value == "" and parameter != "channel"):
+            continue
+        options.append(html.Option(value="Direct" if parameter == "channel" and value == "" else str(value)))
+    return options

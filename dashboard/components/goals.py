@@ -275,8 +275,18 @@ def goal_form() -> html.Div:
                         html.Div(
                             _field(
                                 "Path pattern",
-                                dcc.Input(
-                                    id=ids.GOALS_FORM_PATH, type="text", placeholder="/pricing", className="input mono"
+                                html.Div(
+                                    [
+                                        dcc.Input(
+                                            id=ids.GOALS_FORM_PATH,
+                                            type="text",
+                                            placeholder="/pricing",
+                                            list=ids.GOALS_PATH_SUGGESTIONS,
+                                            autoComplete="off",
+                                            className="input mono",
+                                        ),
+                                        html.Datalist(id=ids.GOALS_PATH_SUGGESTIONS),
+                                    ]
                                 ),
                                 "path_pattern",
                                 PATH_HELP,
@@ -287,8 +297,18 @@ def goal_form() -> html.Div:
                             [
                                 _field(
                                     "Event name",
-                                    dcc.Input(
-                                        id=ids.GOALS_FORM_EVENT, type="text", placeholder="signup", className="input"
+                                    html.Div(
+                                        [
+                                            dcc.Input(
+                                                id=ids.GOALS_FORM_EVENT,
+                                                type="text",
+                                                placeholder="signup",
+                                                list=ids.GOALS_EVENT_SUGGESTIONS,
+                                                autoComplete="off",
+                                                className="input",
+                                            ),
+                                            html.Datalist(id=ids.GOALS_EVENT_SUGGESTIONS),
+                                        ]
                                     ),
                                     "event_name",
                                     "The exact name the site sends with the custom event.",

@@ -9,6 +9,7 @@ from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
+from dashboard.components import frame
 from dashboard.components import goals as goal_ui
 from dashboard.components.common import (
     alert,
@@ -236,6 +237,32 @@ def open_form(_new: int, _actions: list, goals: list | None) -> tuple:
         None,
         clear,
     )
+
+
+@callback(
+    Output(ids.GOALS_PATH_SUGGESTIONS, "children"),
+    Output(ids.GOALS_EVENT_SUGGESTIONS, "children"),
+    Input(ids.GOALS_FORM, "hidden"),
+    State(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+    prevent_initial_call=True,
+)
+def suggest_targets(hidden: bool, view_data: dict | None, auth: dict | None) -> tuple:
+    """The site's most visited paths and its custom event names, offered while typing a goal's target."""
+    view = ViewState.from_dict(view_data)
+    if hidden or view.site_id is None:
+        raise PreventUpdate
+    from api_client import APIError
+
+    api = session.api_for(auth)
+    out = []
+    for parameter in ("pathname", "event_name"):
+        try:
+            page = session.cached_call(api, "metric", view.site_id, parameter, view.query(), page=1, limit=100)
+            out.append(frame.suggestion_options(page.rows, parameter))
+        except APIError:
+            out.append([])  # a convenience only
+    return tuple(out)
 
 
 @callback(
