@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sizes", type=_sizes, default=[1_000_000, 10_000_000], help="event counts to seed and query")
     parser.add_argument("--runs", type=int, default=10, help="timed warm runs per query and engine (default 10)")
     parser.add_argument("--warmups", type=int, default=2, help="untimed runs before timing (default 2)")
+    parser.add_argument(
+        "--budget", type=float, default=300.0, help="seconds per query (3 engines); slower queries get fewer runs"
+    )
     parser.add_argument("--queries", help="comma-separated query names to run (default: all)")
     parser.add_argument("--ingest-seconds", type=float, default=20.0, help="measured seconds per ingestion scenario")
     parser.add_argument("--dashboard-runs", type=int, default=5, help="page loads per dashboard page and mode")
@@ -136,7 +139,15 @@ def main(argv: list[str] | None = None) -> int:
                     return run_dashboard(server, account, runs=_runs, log=_log)
 
             results["reads"][str(size)] = run_reads(
-                work, size, ch, runs=args.runs, warmups=args.warmups, only=only, with_server=with_server, log=_log
+                work,
+                size,
+                ch,
+                runs=args.runs,
+                warmups=args.warmups,
+                only=only,
+                budget=args.budget,
+                with_server=with_server,
+                log=_log,
             )
             record["load_after"] = _loadavg()
             results["runs"][f"reads {size:,}"] = record

@@ -25,7 +25,7 @@ __all__ = ["PAGES", "run_dashboard"]
 # page name -> (path, CSS selector of the data being on screen)
 PAGES: dict[str, tuple[str, str]] = {
     "goals": ("/goals", "#goals-table tbody tr"),
-    "errors": ("/errors", "#errors-groups tbody tr, #errors-groups [id*='errors-group'], #errors-groups li"),
+    "errors": ("/errors", "#errors-groups button.error-group"),
 }
 
 _WATCH = """

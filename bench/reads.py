@@ -115,6 +115,7 @@ def run_reads(
     runs: int = 10,
     warmups: int = 2,
     only: set[str] | None = None,
+    budget: float = 300.0,
     with_server: Callable[[ServerProcess, BenchAccount], dict[str, Any]] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
@@ -178,7 +179,7 @@ def run_reads(
                 if only and query.name not in only:
                     continue
                 log(f"  {query.name}")
-                result["queries"][query.name] = _measure(query, ctx, runs, warmups)
+                result["queries"][query.name] = _measure(query, ctx, runs, warmups, budget)
                 q = result["queries"][query.name]
                 log(
                     f"    API {q['api']['median'] * 1000:.0f} ms, DuckDB {q['duckdb']['median'] * 1000:.0f} ms, "
@@ -197,18 +198,25 @@ def run_reads(
     return result
 
 
-def _measure(query: Any, ctx: ReadContext, runs: int, warmups: int) -> dict[str, Any]:
+def _measure(query: Any, ctx: ReadContext, runs: int, warmups: int, budget: float) -> dict[str, Any]:
+    """Interleaved runs of the three engines; a query whose one round takes longer than ``budget / runs`` gets
+    fewer timed rounds (at least 3) so that one very slow query cannot stretch the whole run for an hour."""
     samples: dict[str, list[float]] = {"api": [], "duckdb": [], "clickhouse": []}
     engines = (("api", query.http), ("duckdb", query.duck), ("clickhouse", query.ch))
     first: dict[str, Any] = {}
-    for i in range(warmups + runs):
+    round_seconds = 0.0
+    for name, fn in engines:  # the first round warms up and gives each engine's result for the check
+        seconds, first[name] = _timed(fn, ctx)
+        round_seconds += seconds
+    planned = runs if round_seconds * runs <= budget else max(3, int(budget / round_seconds))
+    for i in range(max(warmups - 1, 0) + planned):
+        if i < warmups - 1 and planned < runs:
+            continue  # a slow query: its first round was warm-up enough
         for name, fn in engines:
-            seconds, value = _timed(fn, ctx)
-            if i == 0:
-                first[name] = value
-            if i >= warmups:
+            seconds, _ = _timed(fn, ctx)
+            if i >= warmups - 1:
                 samples[name].append(seconds)
-    out: dict[str, Any] = {"route": query.route}
+    out: dict[str, Any] = {"route": query.route, "timed_runs": len(samples["api"])}
     for name, values in samples.items():
         out[name] = summarize(values)
         out[name]["samples"] = values

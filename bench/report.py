@@ -178,8 +178,8 @@ def _ingestion(ing: dict[str, Any]) -> list[str]:
 def _queries(size: dict[str, Any]) -> list[str]:
     rows = [
         "| query | API p50 | API p95 | DuckDB p50 | DuckDB p95 | ClickHouse p50 | ClickHouse p95 "
-        "| API/DuckDB | API/ClickHouse | same numbers |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| API/DuckDB | API/ClickHouse | same numbers | runs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, q in size["queries"].items():
         same = (
@@ -195,7 +195,8 @@ def _queries(size: dict[str, Any]) -> list[str]:
         rows.append(
             f"| {name} | {_ms(q['api']['median'])} | {_ms(q['api']['p95'])} | {_ms(q['duckdb']['median'])} "
             f"| {_ms(q['duckdb']['p95'])} | {_ms(q['clickhouse']['median'])} | {_ms(q['clickhouse']['p95'])} "
-            f"| {_x(q['ratio_api_duckdb'])} | {_x(q['ratio_api_clickhouse'])} | {same} |"
+            f"| {_x(q['ratio_api_duckdb'])} | {_x(q['ratio_api_clickhouse'])} | {same} "
+            f"| {q.get('timed_runs', q['api']['n'])} |"
         )
     return rows
 
