@@ -104,9 +104,9 @@ def replace_goal(
     goal_id: int,
     body: Annotated[Any, Body(examples=[GOAL_EXAMPLE])],
 ) -> dict[str, Any]:
-    """Replace the whole goal (name, type and config)."""
-    name, goal_type, config = validate_goal_body(body)
+    """Replace the whole goal (name, type and config); an unknown goal is 404 whatever the body."""
     _site_goal(services, access.site.site_id, goal_id)
+    name, goal_type, config = validate_goal_body(body)
     services.metadata.replace_goal(goal_id, name, goal_type, config)
     return {"success": True, "goalId": goal_id}
 
@@ -139,9 +139,9 @@ def goal_sessions(
     limit: Annotated[str | None, Query(description="page size 1..100 (default 25)")] = None,
 ) -> dict[str, Any]:
     """The sessions that completed the goal in the window, newest ``session_end`` first."""
+    goal = _site_goal(services, access.site.site_id, goal_id)
     paging = parse_page(page, limit, 25, 100)
     scope = params.scope(access.site.site_id)
-    goal = _site_goal(services, access.site.site_id, goal_id)
     query = build_goal_sessions_query(scope, _spec(goal), paging.limit, paging.offset, dialect_of(services))
     rows = run_query(services, query)
     total = int(rows[0]["total_count"]) if rows else 0
@@ -157,11 +157,11 @@ def goal_breakdown(
     parameter: Annotated[str | None, Query(description="any filter parameter, e.g. channel")] = None,
 ) -> dict[str, Any]:
     """Sessions, conversions, conversion rate and its 95% Wilson interval per value of ``parameter``."""
+    goal = _site_goal(services, access.site.site_id, goal_id)
     if not parameter:
         raise InvalidRequestError.for_field("parameter", "is required")
     parameter = parse_parameter(parameter)
     scope = params.scope(access.site.site_id)
-    goal = _site_goal(services, access.site.site_id, goal_id)
     rows = run_query(services, build_goal_breakdown_query(scope, _spec(goal), parameter, dialect_of(services)))
     data = []
     for row in rows:
