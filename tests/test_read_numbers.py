@@ -515,3 +515,26 @@ def test_read026_error_pagination(world: World) -> None:
     second = world.get("/error-events", errorMessage="Network failed", limit="5", page="2", **WINDOW)
     assert first["data"] + second["data"] == events[:10]
     assert first["totalCount"] == len(events)
+
+
+def test_read027_past_minutes_window(world: World) -> None:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    site = make_site(world.services, world.owner, "recent.example")
+    minutes_ago = [3, 8, 14, 40]
+    rows = [
+        {"site_id": site.site_id, "timestamp": now - timedelta(minutes=m), "session_id": f"s{m}", "type": "pageview"}
+        for m in minutes_ago
+    ]
+    world.services.events.append(rows_to_table(rows))
+    response = world.client.get(
+        f"/api/sites/{site.site_id}/overview",
+        params={"past_minutes_start": "30", "past_minutes_end": "5"},
+        headers=world.owner.headers,
+    )
+    assert response.json()["data"]["sessions"] == 2  # 8 and 14 minutes ago
+    series = world.client.get(
+        f"/api/sites/{site.site_id}/overview/time-series",
+        params={"past_minutes_start": "60", "past_minutes_end": "0", "bucket": "five_minutes"},
+        headers=world.owner.headers,
+    ).json()["data"]
+    assert sum(b["sessions"] for b in series) == 4 and 12 <= len(series) <= 13
