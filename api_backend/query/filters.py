@@ -169,6 +169,7 @@ class Filter:
 
     @property
     def prop_key(self) -> str | None:
+        """The property key of a ``prop:<key>`` filter, else ``None``."""
         return self.parameter[len(PROP_PREFIX) :] if self.parameter.startswith(PROP_PREFIX) else None
 
     @property

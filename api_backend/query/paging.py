@@ -21,6 +21,7 @@ class Page:
 
     @property
     def offset(self) -> int:
+        """Rows to skip before this page."""
         return (self.page - 1) * self.limit
 
 

@@ -31,10 +31,12 @@ class Scope:
 
     @property
     def session_filters(self) -> tuple[Filter, ...]:
+        """Filters that select sessions."""
         return tuple(f for f in self.filters if f.parameter not in self.row_parameters)
 
     @property
     def row_filters(self) -> tuple[Filter, ...]:
+        """Filters applied to the measured rows themselves."""
         return tuple(f for f in self.filters if f.parameter in self.row_parameters)
 
 

@@ -81,12 +81,15 @@ class Dialect:
         return f"TRY_CAST({expr} AS DOUBLE)"
 
     def contains(self, expr: str, value: str) -> str:
+        """True when ``value`` occurs in ``expr`` (case-sensitive, no wildcards)."""
         return f"contains({expr}, {value})"
 
     def starts_with(self, expr: str, value: str) -> str:
+        """True when ``expr`` begins with ``value``."""
         return f"starts_with({expr}, {value})"
 
     def ends_with(self, expr: str, value: str) -> str:
+        """True when ``expr`` ends with ``value``."""
         return f"ends_with({expr}, {value})"
 
     def local_time(self, expr: str, zone: str) -> str:

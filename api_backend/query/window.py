@@ -41,10 +41,12 @@ class Window:
 
     @property
     def zone(self) -> ZoneInfo:
+        """The zone days and buckets are aligned in."""
         return ZoneInfo(self.time_zone)
 
     @property
     def is_all_time(self) -> bool:
+        """No bound at all (no time parameter was sent)."""
         return self.start is None and self.end is None
 
 
