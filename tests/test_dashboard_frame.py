@@ -11,7 +11,7 @@ from dash.testing.wait import until
 
 from api_backend.app import create_app
 from dashboard.app import create_dashboard
-from tests.support import PASSWORD, live_server, make_account, make_site
+from tests.support import PASSWORD, free_port, live_server, make_account, make_site
 
 
 @pytest.fixture
@@ -105,15 +105,32 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
         return query.get("start_date", [""])[0], query.get("end_date", [""])[0]
 
     dash_duo.find_element("#frame-date-preset label:nth-child(2)").click()  # 7 days
-    until(lambda: dates()[0] != "", 10)
+
+    def days() -> int:
+        first, last = dates()
+        return (date.fromisoformat(last) - date.fromisoformat(first)).days + 1 if first and last else 0
+
+    until(lambda: days() == 7, 10)
     start, end = (date.fromisoformat(d) for d in dates())
-    assert (end - start).days == 6
     dash_duo.find_element("#frame-date-back").click()
     until(lambda: dates() == ((start - timedelta(days=7)).isoformat(), (end - timedelta(days=7)).isoformat()), 10)
     dash_duo.find_element("#frame-date-forward").click()
     until(lambda: dates() == (start.isoformat(), end.isoformat()), 10)
-    dash_duo.select_dcc_dropdown("#frame-time-zone", value="Asia/Tokyo")
+    # Any IANA zone can be found by typing part of its name.
+    dash_duo.find_element("#frame-time-zone").click()
+    dash_duo.find_element(".dash-dropdown-search").send_keys("Tokyo")
+    until(lambda: [o.text for o in dash_duo.find_elements(".dash-dropdown-option")] == ["Asia/Tokyo"], 10)
+    dash_duo.find_element(".dash-dropdown-option").click()
     until(lambda: "time_zone=Asia%2FTokyo" in dash_duo.driver.current_url, 10)
     assert dates() == (start.isoformat(), end.isoformat())
     dash_duo.driver.save_screenshot(str(output_dir / "frame-controls.png"))
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def test_dash_frame004_api_unreachable_is_said_plainly(dash_duo, output_dir):
+    # Nothing listens on this port: every call fails to connect.
+    dash_duo.start_server(create_dashboard(api_url=f"http://127.0.0.1:{free_port()}/api"))
+    dash_duo.wait_for_element(".login-card", timeout=10)
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.wait_for_contains_text("#login-message", "cannot reach the API", timeout=10)
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []

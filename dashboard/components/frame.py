@@ -6,6 +6,8 @@ Pure builders (no I/O). The callbacks that make the controls move live in ``dash
 
 from __future__ import annotations
 
+import functools
+import zoneinfo
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -78,7 +80,7 @@ PARAMETER_LABELS = {
     "event_name": "Event name",
     "user_id": "User id",
 }
-# A short list first; any other IANA zone typed into the dropdown's search is accepted too (see zone_options).
+# Offered first; every other IANA zone follows and can be found by typing (see zone_options).
 COMMON_ZONES = (
     "UTC",
     "Europe/London",
@@ -191,11 +193,21 @@ def preset_of(view: ViewState, today: Any = None) -> str | None:
     return None
 
 
+@functools.cache
+def _all_zones() -> tuple[str, ...]:
+    # Region/City names only: the legacy aliases (EST5EDT, Etc/GMT+3...) confuse more than they help.
+    return tuple(
+        sorted(z for z in zoneinfo.available_timezones() if "/" in z and not z.startswith(("Etc/", "SystemV/")))
+    )
+
+
 def zone_options(current: str | None) -> list[dict[str, str]]:
-    """Dropdown options for the time zone: the common zones, plus the current one when it is not among them."""
+    """Time zone options: the current zone, the common zones, then every other IANA zone (found by typing)."""
     zones = list(COMMON_ZONES)
     if current and current not in zones:
         zones.insert(0, current)
+    seen = set(zones)
+    zones += [z for z in _all_zones() if z not in seen]
     return [{"label": z.replace("_", " "), "value": z} for z in zones]
 
 
