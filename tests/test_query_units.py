@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -16,6 +17,7 @@ from api_backend.query.metric import build_metric_query
 from api_backend.query.scope import Scope, scope_ctes
 from api_backend.query.sql import DUCKDB, Params
 from api_backend.query.window import Window, parse_window
+from api_backend.query.zones import local_time, offset_changes
 
 NOW = datetime(2026, 3, 29, 15, 30, 12, 345000)
 
@@ -175,3 +177,34 @@ def test_query011_goals_query_has_one_flag_per_goal() -> None:
     goals = [GoalSpec(1, "path", {"pathPattern": "/a"}), GoalSpec(2, "event", {"eventName": "x"})]
     query = build_goals_query(Scope((1,), window()), goals, DUCKDB)
     assert "AS g0" in query.sql and "AS g1" in query.sql and query.sql.count("FROM events") == 1
+
+
+def test_query012_offset_changes_find_dst_transitions() -> None:
+    first, changes = offset_changes("Europe/Paris", datetime(2026, 1, 1), datetime(2027, 1, 1))
+    assert first == 3600_000
+    assert changes == ((datetime(2026, 3, 29, 1), 7200_000), (datetime(2026, 10, 25, 1), 3600_000))
+    assert offset_changes("Asia/Kolkata", datetime(2026, 1, 1), datetime(2027, 1, 1)) == (19800_000, ())
+
+
+@pytest.mark.parametrize("zone", ["Europe/Paris", "America/New_York", "Australia/Lord_Howe", "UTC", "Asia/Kathmandu"])
+def test_query013_local_time_sql_agrees_with_zoneinfo(zone: str) -> None:
+    import random
+
+    import duckdb
+
+    rnd = random.Random(zone)
+    start, end = datetime(2026, 1, 1), datetime(2027, 1, 1)
+    instants = [start + timedelta(seconds=rnd.randrange(366 * 86400)) for _ in range(300)]
+    instants += [datetime(2026, 3, 29, 1), datetime(2026, 3, 29, 0, 59, 59), datetime(2026, 11, 1, 6)]
+    p = Params()
+    expr = local_time("ts", Window(start, end, zone), DUCKDB, p)
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TABLE t (ts TIMESTAMP)")
+        con.executemany("INSERT INTO t VALUES (?)", [[i] for i in instants])
+        rows = con.execute(f"SELECT ts, {expr} FROM t", p.values).fetchall()
+    finally:
+        con.close()
+    tz = ZoneInfo(zone)
+    for ts, local in rows:
+        assert local == ts.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None), ts

@@ -9,6 +9,7 @@ from __future__ import annotations
 from api_backend.query.filters import ERROR_ROW_PARAMETERS
 from api_backend.query.scope import Scope, scope_ctes
 from api_backend.query.sql import Dialect, Params, Query, json_path, paged_select
+from api_backend.query.zones import local_time
 
 __all__ = ["build_error_events_query", "build_error_names_query", "build_error_series_query", "error_scope"]
 
@@ -67,7 +68,7 @@ def build_error_series_query(scope: Scope, message: str, bucket: str, d: Dialect
     """Rows ``(bucket_start_local, error_count)`` ordered by time (no gap fill; the caller fills)."""
     p = Params()
     ctes = scope_ctes(error_scope(scope), d, p)
-    local = d.local_time("timestamp", p.add(scope.window.time_zone))
+    local = local_time("timestamp", scope.window, d, p)
     sql = f"""{ctes}
 SELECT {d.bucket(local, bucket)} AS bucket, count(*) AS error_count
 FROM fe WHERE type = 'error' AND {_prop(d, p, "message")} = {p.add(message)}

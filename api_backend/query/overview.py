@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from api_backend.query.scope import Scope, scope_ctes
 from api_backend.query.sql import Dialect, Params, Query
+from api_backend.query.zones import local_time
 
 __all__ = ["build_overview_query", "build_overview_series_query"]
 
@@ -41,9 +42,8 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     """Rows per local bucket: sessions (by session start) with their averages, and pageviews/users by event time."""
     p = Params()
     ctes = scope_ctes(scope, d, p)
-    zone = p.add(scope.window.time_zone)
-    session_bucket = d.bucket(d.local_time("session_start", zone), bucket)
-    event_bucket = d.bucket(d.local_time("timestamp", zone), bucket)
+    session_bucket = d.bucket(local_time("session_start", scope.window, d, p), bucket)
+    event_bucket = d.bucket(local_time("timestamp", scope.window, d, p), bucket)
     sql = f"""{ctes},
 {_sessions_cte(d)},
 sb AS (SELECT {session_bucket} AS bucket, count(*) AS sessions, avg(pageviews) AS pages_per_session,

@@ -96,6 +96,10 @@ class Dialect:
         """The wall-clock time in ``zone`` (a placeholder) of the naive-UTC timestamp ``expr``."""
         return f"timezone({zone}, timezone('UTC', {expr}))"
 
+    def shift_ms(self, expr: str, milliseconds: str) -> str:
+        """The timestamp ``expr`` moved by ``milliseconds`` (an integer expression)."""
+        return f"({expr} + to_milliseconds({milliseconds}))"
+
     def bucket(self, local_expr: str, bucket: str) -> str:
         """Start of the ``bucket`` holding the wall-clock timestamp ``local_expr``."""
         return _DUCKDB_BUCKETS[bucket].format(t=local_expr)
