@@ -120,6 +120,7 @@ def run_dashboard(
             url = f"{server.base_url}{path}?site={account.site_id}&start_date={start}&end_date={end}&time_zone=UTC"
             first: list[float] = []
             cached: list[float] = []
+            calls: list[tuple[int, float, float]] = []
             failures = 0
             log(f"  dashboard {name}: {runs} first views and {runs} cached views")
             for _ in range(runs):
@@ -135,6 +136,7 @@ def run_dashboard(
                     failures += 1
                     continue
                 cached.append(seconds)
+                calls.append(_callback_requests(driver))
             if not first or not cached:
                 out["notes"].append(f"the {name} page never showed its data within 60 s ({failures} time-outs)")
                 continue
@@ -144,6 +146,11 @@ def run_dashboard(
                 "first": summarize(first),
                 "cached": summarize(cached),
                 "timeouts": failures,
+                "cached_callbacks": {
+                    "requests": [c[0] for c in calls],
+                    "server_ms_total": [round(c[1], 1) for c in calls],
+                    "last_response_end_ms": [round(c[2], 1) for c in calls],
+                },
             }
             log(
                 f"    first {out['pages'][name]['first']['median'] * 1000:.0f} ms, "
@@ -152,6 +159,18 @@ def run_dashboard(
     finally:
         driver.quit()
     return out
+
+
+def _callback_requests(driver: Any) -> tuple[int, float, float]:
+    """Dash callback round trips of the page just shown: (count, summed duration ms, end of the last one ms)."""
+    entries = driver.execute_script(
+        "return performance.getEntriesByType('resource')"
+        ".filter(e => e.name.includes('_dash-update-component'))"
+        ".map(e => [e.duration, e.responseEnd]);"
+    )
+    if not entries:
+        return 0, 0.0, 0.0
+    return len(entries), float(sum(e[0] for e in entries)), float(max(e[1] for e in entries))
 
 
 def _json(value: Any) -> str:

@@ -178,8 +178,8 @@ def _ingestion(ing: dict[str, Any]) -> list[str]:
 def _queries(size: dict[str, Any]) -> list[str]:
     rows = [
         "| query | API p50 | API p95 | DuckDB p50 | DuckDB p95 | ClickHouse p50 | ClickHouse p95 "
-        "| API/DuckDB | API/ClickHouse | same numbers | runs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| API/DuckDB | API/DuckDB, best runs | API/ClickHouse | same numbers | runs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, q in size["queries"].items():
         same = (
@@ -195,7 +195,8 @@ def _queries(size: dict[str, Any]) -> list[str]:
         rows.append(
             f"| {name} | {_ms(q['api']['median'])} | {_ms(q['api']['p95'])} | {_ms(q['duckdb']['median'])} "
             f"| {_ms(q['duckdb']['p95'])} | {_ms(q['clickhouse']['median'])} | {_ms(q['clickhouse']['p95'])} "
-            f"| {_x(q['ratio_api_duckdb'])} | {_x(q['ratio_api_clickhouse'])} | {same} "
+            f"| {_x(q['ratio_api_duckdb'])} | {_x(q['api']['min'] / q['duckdb']['min'])} "
+            f"| {_x(q['ratio_api_clickhouse'])} | {same} "
             f"| {q.get('timed_runs', q['api']['n'])} |"
         )
     return rows
@@ -319,8 +320,38 @@ def render_markdown(results: dict[str, Any]) -> str:
                 f"| {name} (`{page['path']}`) | {_ms(page['first']['median'])} | {_ms(page['first']['max'])} "
                 f"| {_ms(page['cached']['median'])} | {_ms(page['cached']['max'])} | {page['first']['n']} |"
             )
+        for name, page in d.get("pages", {}).items():
+            cb = page.get("cached_callbacks")
+            if cb and cb["requests"]:
+                n = sorted(cb["requests"])[len(cb["requests"]) // 2]
+                total = sorted(cb["server_ms_total"])[len(cb["server_ms_total"]) // 2]
+                lines += [
+                    "",
+                    f"- {name}, cached view: {n} Dash callback round trips (`_dash-update-component`), "
+                    f"{total:,.0f} ms summed request time (median of the runs).",
+                ]
         for note in d.get("notes", []):
             lines += ["", f"- {note}"]
+
+    rw = results.get("rewrites")
+    if rw and rw.get("cases"):
+        lines += [
+            "",
+            f"## Proposed query fixes, before and after ({rw['events']:,} events, DuckDB)",
+            "",
+            f"Measured {rw.get('date', '?')} with `{rw.get('command', 'python -m bench.rewrites')}`: the current "
+            f"query (built by the route's own builder) and the proposed one, {rw['runs']} interleaved runs each on a "
+            "copy of the seeded file, after checking that both return the same result. The fixes belong to the "
+            "read API's query builders; they are proposals until applied there.",
+            "",
+            "| route | proposed fix | before p50 | after p50 | speedup | same result |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, c in rw["cases"].items():
+            lines.append(
+                f"| {name} (`{c['route']}`) | {c['fix']} | {_ms(c['before']['median'])} ms "
+                f"| {_ms(c['after']['median'])} ms | {c['speedup']:.2f} x | {'yes' if c['same_result'] else 'NO'} |"
+            )
 
     if ANALYSIS.exists():
         lines += ["", ANALYSIS.read_text().strip()]
