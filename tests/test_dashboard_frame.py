@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 from dash.testing.wait import until
+from selenium.common.exceptions import StaleElementReferenceException
 
 from api_backend.app import create_app
 from dashboard.app import create_dashboard
@@ -123,6 +124,32 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
     dash_duo.find_element(".dash-dropdown-option").click()
     until(lambda: "time_zone=Asia%2FTokyo" in dash_duo.driver.current_url, 10)
     assert dates() == (start.isoformat(), end.isoformat())
+
+    # A custom range: pick the 12th in the first month shown, then the 5th in the second; one move, both dates.
+    def open_picker() -> bool:
+        try:  # the page may still be re-rendering after the zone change
+            dash_duo.find_element(".dash-datepicker-start-date").click()
+        except StaleElementReferenceException:
+            return False
+        return True
+
+    until(open_picker, 10)
+
+    def day(number: int, month: int):
+        cells = dash_duo.find_elements("td.dash-datepicker-calendar-date-inside")
+        return [td for td in cells if td.text.strip() == str(number)][month]
+
+    until(lambda: len(dash_duo.find_elements("td.dash-datepicker-calendar-date-inside")) > 40, 5)
+    # Two months back, both months shown are wholly in the past (days after today cannot be picked).
+    for _ in range(2):
+        dash_duo.find_element("button[aria-label='Previous month']").click()
+    day(12, 0).click()
+    dash_duo.driver.save_screenshot(str(output_dir / "frame-date-picker.png"))
+    assert dates() == (start.isoformat(), end.isoformat())  # nothing moves until the range is complete
+    day(5, 1).click()
+    until(lambda: dates()[0].endswith("-12") and dates()[1].endswith("-05"), 10)
+    first, last = (date.fromisoformat(d) for d in dates())
+    assert first < last and (last.month - first.month) % 12 == 1
     dash_duo.driver.save_screenshot(str(output_dir / "frame-controls.png"))
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
 

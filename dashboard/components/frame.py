@@ -245,6 +245,7 @@ def date_controls(view: ViewState, today: Any = None) -> html.Div:
                 first_day_of_week=1,
                 minimum_nights=0,
                 updatemode="bothdates",
+                max_date_allowed=(today or today_in(view.time_zone)).isoformat(),
                 className="date-range",
             ),
             dcc.Dropdown(
