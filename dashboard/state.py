@@ -5,7 +5,7 @@ Dates, time zone, filters and page parameters live in the URL so that copying it
 
 Query keys: ``site``, ``start_date``, ``end_date`` (``YYYY-MM-DD``, inclusive), ``time_zone`` (IANA),
 ``filters`` (the API's JSON array of ``{parameter, type, value: [...]}``), ``goal``, ``error``, ``bucket``, ``page``,
-``org``, ``sort``, ``order``.
+``org``, ``sort``, ``order``, ``tab`` (a part of a page, e.g. of the shared view).
 """
 
 from __future__ import annotations
@@ -182,6 +182,7 @@ class ViewState:
     org: str | None = None
     sort: str | None = None
     order: str | None = None
+    tab: str | None = None
 
     @property
     def days(self) -> int:
@@ -226,7 +227,7 @@ class ViewState:
             out["time_zone"] = self.time_zone
         if self.filters:
             out["filters"] = json.dumps(list(self.filters), separators=(",", ":"))
-        for key in ("goal", "error", "bucket", "org", "sort", "order"):
+        for key in ("goal", "error", "bucket", "org", "sort", "order", "tab"):
             value = getattr(self, key)
             if value is not None and value != "":
                 out[key] = str(value)
@@ -265,6 +266,7 @@ class ViewState:
             org=data.get("org"),
             sort=data.get("sort"),
             order=data.get("order"),
+            tab=data.get("tab"),
         )
 
 
@@ -292,6 +294,7 @@ def parse_view(
     page = _parse_int(raw.get("page"))
     bucket = raw.get("bucket")
     order = raw.get("order")
+    tab = raw.get("tab")
     return ViewState(
         site_id=_parse_int(raw.get("site")),
         start_date=start,
@@ -305,4 +308,5 @@ def parse_view(
         org=raw.get("org") or None,
         sort=raw.get("sort") or None,
         order=order if order in ("asc", "desc") else None,
+        tab=tab if tab and tab.replace("_", "").isalnum() and len(tab) <= 32 else None,
     )

@@ -31,8 +31,7 @@ ERROR_EVENTS = 20
 
 def share_href(view: ViewState, tab: str, **changes: Any) -> str:
     """A link inside the shared view (the key stays in the tab's store, and the frame restores the fragment)."""
-    search = view.to_search(**changes)
-    return dash.get_relative_path(f"/share/{view.site_id}") + search + ("&" if search else "?") + f"tab={tab}"
+    return dash.get_relative_path(f"/share/{view.site_id}") + view.to_search(tab=tab, **changes)
 
 
 def tab_links(view: ViewState, active: str) -> html.Nav:
@@ -54,7 +53,6 @@ def layout(
     auth: dict | None = None,
     share: dict | None = None,
     browser_zone: str | None = None,
-    tab: str | None = None,
     **query: Any,
 ) -> Any:
     """The shared view's frame; its content is loaded once the key is in the tab's store."""
@@ -64,7 +62,7 @@ def layout(
     if not (site_id or "").isdigit():
         return html.Div(invalid_link(), className="page page-narrow")
     view = parse_view({**raw, "site": site_id}, default_zone=browser_zone)
-    active = tab if tab in TABS or tab == "sessions" else "goals"
+    active = view.tab if view.tab in TABS or view.tab == "sessions" else "goals"
     return html.Div(
         [
             html.Div(
