@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api_backend.query.filters import SESSION_CHANNEL
+from api_backend.query.filters import SESSION_CHANNEL, SESSION_PARAMETERS, session_value
 from api_backend.query.metric import keeps_empty_value, session_values_sql
-from api_backend.query.scope import Scope, scope_ctes
+from api_backend.query.scope import Scope, opening, qualified_rows, session_groups
 from api_backend.query.sql import Dialect, Params, Query, json_path
 
 __all__ = [
@@ -129,11 +129,10 @@ def goal_condition(
 def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
     """One row: ``sessions`` then ``g0, g1, ...`` = converted sessions of each goal, in ``goals`` order."""
     p = Params()
-    ctes = scope_ctes(scope, d, p)
+    start = opening(scope, d, p, rows_needed=False)
     flags = "".join(f", bool_or({goal_condition(g.goal_type, g.config, d, p)}) AS g{i}" for i, g in enumerate(goals))
     counts = "".join(f", count(*) FILTER (WHERE g{i}) AS g{i}" for i in range(len(goals)))
-    sql = f"""{ctes},
-per AS (SELECT session_id{flags} FROM fe GROUP BY session_id)
+    sql = f"""{start}per AS ({session_groups(scope, flags, d, p)})
 SELECT count(*) AS sessions{counts} FROM per"""
     return p.query(sql)
 
@@ -141,7 +140,7 @@ SELECT count(*) AS sessions{counts} FROM per"""
 def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect) -> Query:
     """The converted sessions, newest ``session_end`` first, with ``total_count`` (one row even past the end)."""
     p = Params()
-    ctes = scope_ctes(scope, d, p)
+    start = opening(scope, d, p, rows_needed=False)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
 
     def last(col: str) -> str:
@@ -170,9 +169,8 @@ def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: 
         first_set(c) for c in ("referrer", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
     )
     # Rank converted sessions on the cheap (end time only), then describe just the requested page.
-    sql = f"""{ctes},
-conv AS MATERIALIZED (SELECT session_id, max(timestamp) AS session_end FROM fe
-                      GROUP BY session_id HAVING bool_or({condition})),
+    converted = session_groups(scope, ", max(timestamp) AS session_end", d, p, f"bool_or({condition})")
+    sql = f"""{start}conv AS MATERIALIZED ({converted}),
 page AS (SELECT session_id, row_number() OVER (ORDER BY session_end DESC, session_id) AS rn FROM conv
          ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)}),
 s AS (
@@ -191,7 +189,7 @@ s AS (
     count(*) FILTER (WHERE type = 'outbound') AS outbound,
     min(timestamp) AS session_start,
     max(timestamp) AS session_end
-  FROM fe WHERE session_id IN (SELECT session_id FROM page)
+  {qualified_rows(scope, p)} AND session_id IN (SELECT session_id FROM page)
   GROUP BY session_id)
 SELECT t.total_count, page.rn, s.*
 FROM (SELECT count(*) AS total_count FROM conv) AS t
@@ -203,16 +201,28 @@ ORDER BY page.rn"""
 def build_goal_breakdown_query(scope: Scope, goal: GoalSpec, parameter: str, d: Dialect) -> Query:
     """Rows ``(total_sessions, total_conversions, value, sessions, conversions)``; one row even with no value."""
     p = Params()
-    ctes = scope_ctes(scope, d, p)
+    start = opening(scope, d, p, rows_needed=parameter not in SESSION_PARAMETERS)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
-    keep = "" if keeps_empty_value(parameter) else "WHERE sv.value <> ''"
-    sql = f"""{ctes},
-conv AS MATERIALIZED (SELECT session_id, bool_or({condition}) AS converted FROM fe GROUP BY session_id),
+    if parameter in SESSION_PARAMETERS:
+        # One value per session: value and conversion come out of the same grouping.
+        keep = "" if keeps_empty_value(parameter) else "WHERE value <> ''"
+        columns = f", {session_value(parameter, d, p)} AS value, bool_or({condition}) AS converted"
+        sql = f"""{start}conv AS MATERIALIZED ({session_groups(scope, columns, d, p)}),
+grouped AS (
+  SELECT value, count(*) AS sessions, count(*) FILTER (WHERE converted) AS conversions
+  FROM conv {keep} GROUP BY value),
+"""
+    else:
+        keep = "" if keeps_empty_value(parameter) else "WHERE sv.value <> ''"
+        columns = f", bool_or({condition}) AS converted"
+        sql = f"""{start}conv AS MATERIALIZED ({session_groups(scope, columns, d, p)}),
 grouped AS (
   SELECT sv.value, count(*) AS sessions, count(*) FILTER (WHERE conv.converted) AS conversions
   FROM ({session_values_sql(parameter, d, p)}) AS sv JOIN conv USING (session_id) {keep}
   GROUP BY sv.value),
-totals AS (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions FROM conv)
+"""
+    sql += """totals AS (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions
+           FROM conv)
 SELECT t.total_sessions, t.total_conversions, g.value, g.sessions, g.conversions
 FROM totals AS t LEFT JOIN grouped AS g ON true"""
     return p.query(sql)

@@ -11,7 +11,7 @@ events carried.
 from __future__ import annotations
 
 from api_backend.query.filters import PROP_PREFIX, SESSION_PARAMETERS, session_value
-from api_backend.query.scope import Scope, scope_ctes
+from api_backend.query.scope import Scope, opening, session_groups
 from api_backend.query.sql import Dialect, Params, Query, json_path
 
 __all__ = ["build_metric_query", "keeps_empty_value", "session_values_sql"]
@@ -45,8 +45,10 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
     ``bounce_rate`` (sessions with exactly one pageview, in percent) exist for session-level parameters.
     """
     p = Params()
-    ctes = scope_ctes(scope, d, p)
+    start = opening(scope, d, p, rows_needed=parameter not in SESSION_PARAMETERS)
     keep = "" if keeps_empty_value(parameter) else "WHERE value <> ''"
+    per = ""
+    total_sessions = "SELECT count(DISTINCT session_id) FROM fe"
     if parameter == "event_name":
         agg = (
             "SELECT event_name AS value, count(*) AS count, count(DISTINCT session_id) AS sessions, "
@@ -54,12 +56,13 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
             "FROM fe WHERE type = 'custom_event' AND event_name <> '' GROUP BY event_name"
         )
     elif parameter in SESSION_PARAMETERS:
-        # One value per session: its pageviews and bounce come along in the same pass.
+        # One value per session: its pageviews and bounce come along in the same (single) pass.
+        columns = f", {session_value(parameter, d, p)} AS value, count(*) FILTER (WHERE type = 'pageview') AS pv"
+        per = f"per AS MATERIALIZED ({session_groups(scope, columns, d, p)}),\n"
+        total_sessions = "SELECT count(*) FROM per"
         agg = (
             f"SELECT value, count(*) AS count, count(*) AS sessions, sum(pv) AS pageviews, "
-            f"avg(CASE WHEN pv = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate "
-            f"FROM (SELECT session_id, {session_value(parameter, d, p)} AS value, "
-            f"count(*) FILTER (WHERE type = 'pageview') AS pv FROM fe GROUP BY session_id) AS sv {keep} GROUP BY value"
+            f"avg(CASE WHEN pv = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate FROM per {keep} GROUP BY value"
         )
     else:
         agg = (
@@ -67,11 +70,10 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
             f"FROM ({session_values_sql(parameter, d, p)}) AS sv {keep} GROUP BY value"
         )
     lo, hi = p.add(offset), p.add(offset + limit)
-    sql = f"""{ctes},
-agg AS MATERIALIZED ({agg}),
+    sql = f"""{start}{per}agg AS MATERIALIZED ({agg}),
 ranked AS (SELECT *, row_number() OVER (ORDER BY count DESC, value) AS rn FROM agg),
 totals AS (SELECT (SELECT count(*) FROM agg) AS total_values,
-                  (SELECT count(DISTINCT session_id) FROM fe) AS total_sessions)
+                  ({total_sessions}) AS total_sessions)
 SELECT t.total_values, t.total_sessions, r.value, r.count, r.sessions, r.pageviews, r.bounce_rate
 FROM totals AS t LEFT JOIN ranked AS r ON r.rn > {lo} AND r.rn <= {hi}
 ORDER BY r.rn"""

@@ -7,29 +7,27 @@ NULL over no sessions.
 
 from __future__ import annotations
 
-from api_backend.query.scope import Scope, scope_ctes
+from api_backend.query.scope import Scope, opening, scope_ctes, session_groups
 from api_backend.query.sql import Dialect, Params, Query
 from api_backend.query.zones import local_time
 
 __all__ = ["build_overview_query", "build_overview_series_query"]
 
 
-def _sessions_cte(d: Dialect) -> str:
-    return f"""s AS (
-  SELECT session_id, min(timestamp) AS session_start,
+def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:
+    columns = f""", min(timestamp) AS session_start,
     {d.epoch_seconds("max(timestamp)")} - {d.epoch_seconds("min(timestamp)")} AS duration,
     count(*) FILTER (WHERE type = 'pageview') AS pageviews,
     coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''),
-             arg_max(user_id, timestamp)) AS uid
-  FROM fe GROUP BY session_id)"""
+             arg_max(user_id, timestamp)) AS uid"""
+    return f"s AS ({session_groups(scope, columns, d, p)})"
 
 
 def build_overview_query(scope: Scope, d: Dialect) -> Query:
     """One row: sessions, pageviews, users, pages_per_session, bounce_rate, session_duration."""
     p = Params()
-    ctes = scope_ctes(scope, d, p)
-    sql = f"""{ctes},
-{_sessions_cte(d)}
+    start = opening(scope, d, p, rows_needed=False)
+    sql = f"""{start}{_sessions_cte(scope, d, p)}
 SELECT count(*) AS sessions, coalesce(sum(pageviews), 0) AS pageviews, count(DISTINCT uid) AS users,
   avg(pageviews) AS pages_per_session,
   avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate,
@@ -45,7 +43,7 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     session_bucket = d.bucket(local_time("session_start", scope.window, d, p), bucket)
     event_bucket = d.bucket(local_time("timestamp", scope.window, d, p), bucket)
     sql = f"""{ctes},
-{_sessions_cte(d)},
+{_sessions_cte(scope, d, p)},
 sb AS (SELECT {session_bucket} AS bucket, count(*) AS sessions, avg(pageviews) AS pages_per_session,
          avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate, avg(duration) AS session_duration
        FROM s GROUP BY 1),

@@ -17,7 +17,7 @@ from api_backend.query.filters import Filter, compare, row_expression, session_c
 from api_backend.query.sql import Dialect, Params
 from api_backend.query.window import Window
 
-__all__ = ["Scope", "scope_ctes", "window_condition"]
+__all__ = ["Scope", "opening", "qualified_rows", "scope_ctes", "session_groups", "window_condition"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +66,36 @@ def scope_ctes(scope: Scope, d: Dialect, p: Params) -> str:
         fe_where.append(compare(row_expression(f.parameter, d, p), f.type, f.values, d, p))
     ctes.append(f"fe AS NOT MATERIALIZED (SELECT * FROM events WHERE {' AND '.join(fe_where)})")
     return "WITH " + ",\n".join(ctes)
+
+
+def opening(scope: Scope, d: Dialect, p: Params, *, rows_needed: bool) -> str:
+    """``WITH `` plus, when the query reads ``fe`` (or row filters force it), the scope CTEs and a comma."""
+    if rows_needed or scope.row_filters:
+        return scope_ctes(scope, d, p) + ",\n"
+    return "WITH "
+
+
+def session_groups(scope: Scope, columns: str, d: Dialect, p: Params, having: str | None = None) -> str:
+    """``SELECT session_id<columns> ... GROUP BY session_id``: one row per qualifying session, in one pass.
+
+    The session filters become the ``HAVING`` of this same grouping (aggregates over the session's in-window
+    events, exactly what ``qs`` computes), so no separate qualification scan is needed. With row filters
+    the rows must be narrowed first, so this groups ``fe`` (from ``scope_ctes``) instead. ``having`` adds a
+    further aggregate condition.
+    """
+    if scope.row_filters:
+        tail = f" HAVING {having}" if having else ""
+        return f"SELECT session_id{columns} FROM fe GROUP BY session_id{tail}"
+    conditions = [session_condition(f, d, p) for f in scope.session_filters]
+    if having:
+        conditions.append(having)
+    tail = f" HAVING {' AND '.join(conditions)}" if conditions else ""
+    where = window_condition(scope.site_ids, scope.window, p)
+    return f"SELECT session_id{columns} FROM events WHERE {where} GROUP BY session_id{tail}"
+
+
+def qualified_rows(scope: Scope, p: Params) -> str:
+    """``FROM ... WHERE ...`` over the in-window rows, for sessions already known to qualify (add ``AND ...``)."""
+    if scope.row_filters:
+        return "FROM fe WHERE true"
+    return f"FROM events WHERE {window_condition(scope.site_ids, scope.window, p)}"
