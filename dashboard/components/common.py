@@ -15,6 +15,7 @@ from dash import dash_table, dcc, html
 
 __all__ = [
     "alert",
+    "app_href",
     "card",
     "channel_label",
     "csv_button",
@@ -33,6 +34,16 @@ __all__ = [
 ]
 
 ALERT_KINDS = ("error", "warning", "info", "success")
+
+
+def app_href(path: str) -> str:
+    """``path`` under the dashboard's URL prefix (unchanged when no dashboard is configured, e.g. in unit tests)."""
+    import dash
+
+    try:
+        return dash.get_relative_path(path)
+    except Exception:  # noqa: BLE001 - no app configured yet: the path is already right for a "/" prefix
+        return path
 
 
 # --- formats ------------------------------------------------------------------------------------------------------
@@ -184,7 +195,7 @@ def redirect(href: str, message: str = "Redirecting…", *, clear_auth: bool = F
     )
 
 
-def error_view(exc: Exception, sign_in_href: str = "/login?reason=expired", *, shared: bool = False) -> html.Div:
+def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool = False) -> html.Div:
     """How a page reports a failed API call: an alert, never a traceback.
 
     An expired or revoked credential sends the person to sign-in (with a message there); in a private-link view
@@ -206,7 +217,7 @@ def error_view(exc: Exception, sign_in_href: str = "/login?reason=expired", *, s
         return html.Div(
             [
                 alert("Your session has ended. Please sign in again.", "warning"),
-                redirect(sign_in_href, "Sign in again", clear_auth=True),
+                redirect(sign_in_href or app_href("/login?reason=expired"), "Sign in again", clear_auth=True),
             ]
         )
     if isinstance(exc, APIConnectionError):

@@ -14,7 +14,7 @@ from typing import Any
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.common import format_change, format_duration, format_number, format_percent
+from dashboard.components.common import app_href, format_change, format_duration, format_number, format_percent
 from dashboard.state import FILTER_PARAMETERS, FILTER_TYPES, PRESETS, ViewState, today_in
 
 __all__ = [
@@ -397,7 +397,7 @@ def waiting_for_zone() -> html.Div:
 
 
 def login_href(path: str, search: str = "", reason: str | None = None) -> str:
-    """The sign-in URL that comes back to ``path`` + ``search`` afterwards."""
+    """The sign-in URL (without the app's URL prefix) that comes back to ``path`` + ``search`` afterwards."""
     from urllib.parse import urlencode
 
     params = {"next": path + search}
@@ -427,12 +427,12 @@ def page_gate(
         from urllib.parse import urlencode
 
         search = "?" + urlencode(raw) if raw else ""
-        return None, redirect(login_href(path, search), "Sign in to continue")
+        return None, redirect(app_href(login_href(path, search)), "Sign in to continue")
     if browser_zone is None and not raw.get("time_zone"):
         return None, waiting_for_zone()
     view = parse_view(raw, default_zone=browser_zone)
     if need_site and view.site_id is None:
-        return None, redirect("/sites", "Choose a site")
+        return None, redirect(app_href("/sites"), "Choose a site")
     return view, None
 
 

@@ -8,7 +8,7 @@ import dash
 from dash import dcc, html
 
 from dashboard import ids, session
-from dashboard.components.common import card, empty_state, error_view, page_header, redirect
+from dashboard.components.common import app_href, card, empty_state, error_view, page_header, redirect
 from dashboard.components.frame import login_href
 
 dash.register_page(__name__, path="/sites", title="Sites · sitelens", name="Sites", nav_label="Sites", order=0)
@@ -45,7 +45,7 @@ def site_tile(site: Any, role: str) -> dcc.Link:
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **_: Any) -> Any:
     """Every organization of the person with its sites."""
     if not session.is_signed_in(auth):
-        return redirect(dash.get_relative_path(login_href("/sites")), "Sign in to continue")
+        return redirect(app_href(login_href("/sites")), "Sign in to continue")
     from api_client import APIError
 
     api = session.api_for(auth)
