@@ -27,6 +27,7 @@ Choices the specs leave open, written down here:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -41,6 +42,7 @@ from urllib.parse import parse_qsl, urlsplit
 from api_backend.errors import AuthenticationRequiredError, NotFoundError
 from api_backend.ingest.bots import is_bot
 from api_backend.ingest.channels import classify_channel, strip_www
+from api_backend.ingest.coalescer import RowCoalescer
 from api_backend.ingest.geo import GeoLocator, open_locator
 from api_backend.ingest.payload import TrackEvent
 from api_backend.ingest.sessions import SESSION_TIMEOUT, SessionTracker
@@ -106,6 +108,7 @@ class Ingestor:
         self.settings = settings
         self.metadata = metadata
         self.writer = writer
+        self.rows = RowCoalescer(writer)
         self.clock = clock
         self.locator = locator or open_locator(settings.geoip_mmdb)
         self.sites = SiteRulesCache(metadata.site)
@@ -271,8 +274,12 @@ class Ingestor:
         outcome = self.prepare(event, rules, client, trusted=trusted, now=self.clock())
         if isinstance(outcome, Dropped):
             return {"success": True, "tracked": False, "reason": outcome.reason}
-        await self.writer.write_async([outcome])
+        await self.write([outcome])
         return {"success": True}
+
+    async def write(self, rows: list[dict[str, Any]]) -> int:
+        """Write rows through the shared group commit and wait (without blocking the loop) until committed."""
+        return await asyncio.wrap_future(self.rows.submit(rows))
 
     # Identify -------------------------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from api_backend.auth import ServicesDep
 from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError, NotFoundError
 from api_backend.ingest.payload import parse_event, parse_identify
 from api_backend.ingest.pipeline import ClientInfo, Dropped, Ingestor
@@ -77,6 +76,12 @@ def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
     }
 
 
+def _services(request: Request) -> Services:
+    # Read directly rather than through a sync dependency: FastAPI runs those in a worker thread, a costly
+    # hop on the hottest route.
+    return request.app.state.services
+
+
 def _ingestor(services: Services) -> Ingestor:
     if services.ingestor is None:  # services assembled by hand (tests, tools): build the ingestor on first use
         services.ingestor = Ingestor(
@@ -121,8 +126,9 @@ async def _json_body(request: Request) -> Any:
 
 
 @router.post("/track", openapi_extra=_body_doc(TrackEventBody), response_model=None)
-async def track(request: Request, services: ServicesDep) -> JSONResponse:
+async def track(request: Request) -> JSONResponse:
     """Record one event: ``{"success": true}`` once stored, or ``tracked: false`` with the reason it was dropped."""
+    services = _services(request)
     event = parse_event(await _json_body(request))
     ingestor = _ingestor(services)
     result = await ingestor.track(event, _client(request, services), _header_key(request))
@@ -130,12 +136,13 @@ async def track(request: Request, services: ServicesDep) -> JSONResponse:
 
 
 @router.post("/track/batch", openapi_extra=_body_doc(TrackBatchBody), response_model=None)
-async def track_batch(request: Request, services: ServicesDep) -> JSONResponse:
+async def track_batch(request: Request) -> JSONResponse:
     """Record up to 1000 events in one commit.
 
     ``accepted`` counts the stored events; ``rejected`` lists invalid ones (``{index, error}``), and ``dropped``
     lists valid events a site setting refused (``{index, reason}``), which are not counted as accepted.
     """
+    services = _services(request)
     body = await _json_body(request)
     events = body.get("events") if isinstance(body, dict) else None
     if not isinstance(events, list):
@@ -168,13 +175,14 @@ async def track_batch(request: Request, services: ServicesDep) -> JSONResponse:
         else:
             rows.append(outcome)
     if rows:
-        await services.writer.write_async(rows)
+        await ingestor.write(rows)
     return JSONResponse({"success": True, "accepted": len(rows), "rejected": rejected, "dropped": dropped})
 
 
 @router.post("/identify", openapi_extra=_body_doc(IdentifyBody), response_model=None)
-async def identify(request: Request, services: ServicesDep) -> JSONResponse:
+async def identify(request: Request) -> JSONResponse:
     """Tie the visitor sending this request to ``user_id``; later events of that visitor carry it."""
+    services = _services(request)
     body = await _json_body(request)
     site_key, user_id, _traits = parse_identify(body)
     _ingestor(services).identify(site_key, user_id, _client(request, services), _header_key(request), body)
@@ -182,6 +190,6 @@ async def identify(request: Request, services: ServicesDep) -> JSONResponse:
 
 
 @router.get("/site/tracking-config/{site_id}")
-def tracking_config(site_id: str, services: ServicesDep) -> dict[str, bool]:
+async def tracking_config(site_id: str, request: Request) -> dict[str, bool]:
     """The switches the browser tracker reads (public: they reveal nothing private)."""
-    return dict(_ingestor(services).site_rules(site_id).tracking_config)
+    return dict(_ingestor(_services(request)).site_rules(site_id).tracking_config)
