@@ -208,3 +208,26 @@ def test_query013_local_time_sql_agrees_with_zoneinfo(zone: str) -> None:
     tz = ZoneInfo(zone)
     for ts, local in rows:
         assert local == ts.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None), ts
+
+
+@pytest.mark.parametrize(
+    "pattern", ["/blog/*", "/p/1*", "/*", "/ü/*", "/docs/**", "/pricing", "/a/*/b", "/x/**/y", "**"]
+)
+def test_query014_path_goal_sql_matches_the_pattern_rule(pattern: str) -> None:
+    import duckdb
+
+    from api_backend.query.goals import goal_condition
+    from tests.truth import path_matches
+
+    paths = ["/", "/blog", "/blog/", "/blog/a", "/blog/a/b", "/blogx", "/p/1", "/p/12", "/p/1/2", "/ü/é", "/docs",
+             "/docs/", "/docs/a/b", "/pricing", "/pricing/", "/a/z/b", "/a//b", "/x/y", "/x/1/2/y"]  # fmt: skip
+    p = Params()
+    condition = goal_condition("path", {"pathPattern": pattern}, DUCKDB, p)
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TABLE t (type VARCHAR, pathname VARCHAR)")
+        con.executemany("INSERT INTO t VALUES ('pageview', ?)", [[x] for x in paths])
+        got = {r[0] for r in con.execute(f"SELECT pathname FROM t WHERE {condition}", p.values).fetchall()}
+    finally:
+        con.close()
+    assert got == {x for x in paths if path_matches(pattern, x)}

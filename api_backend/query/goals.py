@@ -98,6 +98,14 @@ def _path_match(pattern: str, d: Dialect, p: Params) -> str:
         return f"pathname = {p.add(pattern)}"
     if pattern.endswith("**") and "*" not in pattern[:-2]:
         return d.starts_with("pathname", p.add(pattern[:-2]))
+    if pattern.endswith("*") and "*" not in pattern[:-1]:
+        # prefix + one or more characters, none of them "/".
+        prefix = pattern[:-1]
+        rest = d.substring_after("pathname", len(prefix))
+        return (
+            f"({d.starts_with('pathname', p.add(prefix))} AND {d.length('pathname')} > {len(prefix)} "
+            f"AND NOT {d.contains(rest, p.add('/'))})"
+        )
     return d.regex_full("pathname", p.add(path_pattern_regex(pattern)))
 
 

@@ -92,6 +92,14 @@ class Dialect:
         """True when ``expr`` ends with ``value``."""
         return f"ends_with({expr}, {value})"
 
+    def length(self, expr: str) -> str:
+        """Number of characters of ``expr``."""
+        return f"length({expr})"
+
+    def substring_after(self, expr: str, skip: int) -> str:
+        """``expr`` without its first ``skip`` characters (``skip`` is a trusted integer)."""
+        return f"substr({expr}, {int(skip) + 1})"
+
     def local_time(self, expr: str, zone: str) -> str:
         """The wall-clock time in ``zone`` (a placeholder) of the naive-UTC timestamp ``expr``."""
         return f"timezone({zone}, timezone('UTC', {expr}))"
