@@ -132,6 +132,15 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
     wait_rows(dash_duo, lambda rows: sorted(r[0] for r in rows) == ["Pricing page", "Pro signup"])
     assert services.metadata.goal(clone_id) is None
 
+    # Finding a goal by part of its target.
+    fill(dash_duo, "#goals-search", "signup")
+    wait_rows(dash_duo, lambda rows: [r[0] for r in rows] == ["Pro signup"])
+    dash_duo.wait_for_contains_text("#goals-body", "1 of 2 goals match", timeout=5)
+    fill(dash_duo, "#goals-search", "nothing like this")
+    dash_duo.wait_for_contains_text("#goals-body", "No goal matches", timeout=10)
+    dash_duo.clear_input(dash_duo.find_element("#goals-search"))
+    wait_rows(dash_duo, lambda rows: len(rows) == 2)
+
     # A goal opens its converted sessions.
     dash_duo.find_element(f"#goal-row-{pricing_id} a.goal-name").click()
     dash_duo.wait_for_element("#goal-sessions-table", timeout=10)

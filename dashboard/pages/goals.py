@@ -78,6 +78,14 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     order_value = view.order or "desc"
     toolbar = html.Div(
         [
+            dcc.Input(
+                id=ids.GOALS_SEARCH,
+                type="search",
+                placeholder="Find a goal…",
+                debounce=0.3,
+                className="input goals-search",
+                autoComplete="off",
+            ),
             html.Span("Sort by", className="muted"),
             dcc.Dropdown(
                 id=ids.GOALS_SORT,
@@ -124,16 +132,31 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     Output(ids.GOALS_DATA, "data"),
     Input(ids.VIEW, "data"),
     Input(ids.GOALS_REFRESH, "data"),
+    Input(ids.GOALS_SEARCH, "value"),
     State(ids.AUTH, "data"),
 )
-def load_goals(view_data: dict | None, _refresh: int, auth: dict | None) -> tuple:
-    """One page of goals with their numbers for the view."""
+def load_goals(view_data: dict | None, _refresh: int, search: str | None, auth: dict | None) -> tuple:
+    """One page of goals with their numbers for the view (or every goal matching the search)."""
     view = ViewState.from_dict(view_data)
     if view.site_id is None:
         raise PreventUpdate
     from api_client import APIError
 
     api = session.api_for(auth)
+    term = (search or "").strip().lower()
+    if term:
+        try:
+            goals = session.all_goals(api, view)
+        except APIError as exc:
+            return error_view(exc), []
+        found = [g for g in goals if term in (g.name or "").lower() or term in goal_ui.goal_target(g).lower()]
+        if not found:
+            return empty_state(f"No goal matches “{search.strip()}”", "Try part of a name, path or event."), []
+        table = goal_ui.goals_table(found, lambda goal_id: sessions_href(view, goal_id))
+        summary = html.Div(f"{len(found)} of {len(goals)} goals match", className="muted table-count")
+        return [html.Div(table, className="table-scroll"), html.Div(summary, className="table-foot")], [
+            g.model_dump(mode="json") for g in found
+        ]
     try:
         result = session.cached_call(
             api,
