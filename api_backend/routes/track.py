@@ -51,12 +51,6 @@ class TrackEventBody(BaseModel):
     api_key: str | None = Field(None, description="API key (or send it as Authorization: Bearer).")
 
 
-class TrackBatchBody(BaseModel):
-    """Up to 1000 events."""
-
-    events: list[TrackEventBody]
-
-
 class IdentifyBody(BaseModel):
     """Tie the current visitor to your own user id."""
 
@@ -65,15 +59,18 @@ class IdentifyBody(BaseModel):
     traits: dict[str, Any] | None = None
 
 
-def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": model.model_json_schema(ref_template="#/components/schemas/{model}")}
-            },
-        }
-    }
+def _body_doc(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI request body for routes that parse their body themselves."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+_EVENT_SCHEMA = TrackEventBody.model_json_schema()
+_BATCH_SCHEMA = {
+    "type": "object",
+    "title": "TrackBatchBody",
+    "required": ["events"],
+    "properties": {"events": {"type": "array", "maxItems": MAX_BATCH, "items": _EVENT_SCHEMA}},
+}
 
 
 def _services(request: Request) -> Services:
@@ -125,7 +122,7 @@ async def _json_body(request: Request) -> Any:
         ) from None
 
 
-@router.post("/track", openapi_extra=_body_doc(TrackEventBody), response_model=None)
+@router.post("/track", openapi_extra=_body_doc(_EVENT_SCHEMA), response_model=None)
 async def track(request: Request) -> JSONResponse:
     """Record one event: ``{"success": true}`` once stored, or ``tracked: false`` with the reason it was dropped."""
     services = _services(request)
@@ -135,7 +132,7 @@ async def track(request: Request) -> JSONResponse:
     return JSONResponse(result)
 
 
-@router.post("/track/batch", openapi_extra=_body_doc(TrackBatchBody), response_model=None)
+@router.post("/track/batch", openapi_extra=_body_doc(_BATCH_SCHEMA), response_model=None)
 async def track_batch(request: Request) -> JSONResponse:
     """Record up to 1000 events in one commit.
 
@@ -179,7 +176,7 @@ async def track_batch(request: Request) -> JSONResponse:
     return JSONResponse({"success": True, "accepted": len(rows), "rejected": rejected, "dropped": dropped})
 
 
-@router.post("/identify", openapi_extra=_body_doc(IdentifyBody), response_model=None)
+@router.post("/identify", openapi_extra=_body_doc(IdentifyBody.model_json_schema()), response_model=None)
 async def identify(request: Request) -> JSONResponse:
     """Tie the visitor sending this request to ``user_id``; later events of that visitor carry it."""
     services = _services(request)
