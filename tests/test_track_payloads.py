@@ -146,6 +146,7 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("input without name", {"type": "input_change", "properties": {"element": "input"}}, "properties.inputName"),
     ("button bad JSON", {"type": "button_click", "properties": "{"}, "properties"),
+    ("props NaN", {"type": "custom_event", "event_name": "x", "properties": '{"v": NaN}'}, "properties"),
 ]
 
 

@@ -277,7 +277,10 @@ def parse_event(body: Any) -> TrackEvent:
         props = _properties(kind, body.get("properties"), errors)
         _check_typed_props(kind, props, errors)
         if props:
-            values["props"] = json.dumps(props, separators=(",", ":"), ensure_ascii=False)
+            try:
+                values["props"] = json.dumps(props, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            except ValueError:  # NaN or Infinity parsed from the string form: not storable as JSON
+                errors.add("properties", "must not contain NaN or Infinity")
     errors.raise_if_any()
     return TrackEvent(site_key=site_key, type=kind, **values)
 
