@@ -1,0 +1,15 @@
+"""Ingestion: from a tracker payload to a committed row of the events table.
+
+    routes/track.py      parse the body, find the sender's address and user agent, answer
+      payload.py         validate one event (per-type rules, length limits) -> TrackEvent
+      pipeline.py        Ingestor: site rules, API key trust, drop rules, enrichment, write
+        site_rules.py    cached per-site settings (TTL + invalidation hooks)
+        bots.py          crawlerdetect, cached
+        useragent.py     ua-parser, cached; device type
+        geo.py           geoip2fast bundled data or a MaxMind .mmdb
+        channels.py      channel rules on label boundaries (lists in channel_lists.py)
+        visitor.py       keyed visitor hash (optionally salted daily)
+        sessions.py      30-minute sessions, recovered at start-up
+        coalescer.py     one writer submission for all rows arriving during a commit
+      store/writer.py    group commit: a request is answered only after its rows are committed
+"""
