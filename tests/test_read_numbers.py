@@ -538,3 +538,14 @@ def test_read027_past_minutes_window(world: World) -> None:
         headers=world.owner.headers,
     ).json()["data"]
     assert sum(b["sessions"] for b in series) == 4 and 12 <= len(series) <= 13
+
+
+def test_read028_filtered_series_adds_up_to_filtered_overview(world: World) -> None:
+    flt = json.dumps([{"parameter": "channel", "type": "equals", "value": ["Organic Search"]}])
+    series = world.get("/overview/time-series", bucket="hour", filters=flt, **WINDOW)["data"]
+    total = world.get("/overview", filters=flt, **WINDOW)["data"]
+    rows = in_window(world)
+    chosen = rows[rows["session_id"].isin(truth.qualify(rows, json.loads(flt)))]
+    assert sum(b["sessions"] for b in series) == total["sessions"] == chosen["session_id"].nunique()
+    assert sum(b["pageviews"] for b in series) == total["pageviews"] == int((chosen["type"] == "pageview").sum())
+    assert len(series) == 24 * 4 - 1  # four Paris days, one of them 23 hours long

@@ -7,7 +7,7 @@ NULL over no sessions.
 
 from __future__ import annotations
 
-from api_backend.query.scope import Scope, opening, scope_ctes, session_groups
+from api_backend.query.scope import Scope, opening, qualified_rows, session_groups
 from api_backend.query.sql import Dialect, Params, Query
 from api_backend.query.zones import local_time
 
@@ -20,7 +20,7 @@ def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:
     count(*) FILTER (WHERE type = 'pageview') AS pageviews,
     coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''),
              arg_max(user_id, timestamp)) AS uid"""
-    return f"s AS ({session_groups(scope, columns, d, p)})"
+    return f"s AS MATERIALIZED ({session_groups(scope, columns, d, p)})"
 
 
 def build_overview_query(scope: Scope, d: Dialect) -> Query:
@@ -39,17 +39,21 @@ FROM s"""
 def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     """Rows per local bucket: sessions (by session start) with their averages, and pageviews/users by event time."""
     p = Params()
-    ctes = scope_ctes(scope, d, p)
+    start = opening(scope, d, p, rows_needed=False)
     session_bucket = d.bucket(local_time("session_start", scope.window, d, p), bucket)
     event_bucket = d.bucket(local_time("timestamp", scope.window, d, p), bucket)
-    sql = f"""{ctes},
-{_sessions_cte(scope, d, p)},
+    sessions = _sessions_cte(scope, d, p)
+    # The events of the sessions already qualified in ``s``: no second qualification pass.
+    rows = qualified_rows(scope, p)
+    if scope.session_filters:
+        rows += " AND session_id IN (SELECT session_id FROM s)"
+    sql = f"""{start}{sessions},
 sb AS (SELECT {session_bucket} AS bucket, count(*) AS sessions, avg(pageviews) AS pages_per_session,
          avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate, avg(duration) AS session_duration
        FROM s GROUP BY 1),
 eb AS (SELECT {event_bucket} AS bucket, count(*) FILTER (WHERE type = 'pageview') AS pageviews,
          count(DISTINCT CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END) AS users
-       FROM fe GROUP BY 1)
+       {rows} GROUP BY 1)
 SELECT coalesce(sb.bucket, eb.bucket) AS bucket, coalesce(sb.sessions, 0) AS sessions,
   coalesce(eb.pageviews, 0) AS pageviews, coalesce(eb.users, 0) AS users,
   sb.pages_per_session, sb.bounce_rate, sb.session_duration
