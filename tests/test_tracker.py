@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -211,3 +214,27 @@ def test_tracker007_sync_tracker_retries_with_backoff(app, services, site, owner
         bad.close()
         tracker.close()
     assert [r["pathname"] for r in rows(services)] == ["/retried"]
+
+
+ATEXIT_SCRIPT = """
+import sys
+from api_client import Tracker
+tracker = Tracker(sys.argv[1], sys.argv[2], sys.argv[3])
+for i in range(5):
+    assert tracker.pageview({"pathname": f"/exit{i}", "user_agent": sys.argv[4]})
+# No flush() or close(): the atexit hook must deliver the queue before the interpreter ends.
+"""
+
+
+def test_tracker008_queued_events_are_sent_at_interpreter_exit(app, services, site, owner):
+    root = Path(__file__).resolve().parent.parent
+    with live_server(app) as base:
+        run = subprocess.run(
+            [sys.executable, "-c", ATEXIT_SCRIPT, f"{base}/api", str(site.site_id), owner.api_key, BROWSER],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert run.returncode == 0, run.stderr
+    assert sorted(r["pathname"] for r in rows(services)) == [f"/exit{i}" for i in range(5)]
