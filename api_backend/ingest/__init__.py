@@ -12,4 +12,6 @@
         sessions.py      30-minute sessions, recovered at start-up
         coalescer.py     one writer submission for all rows arriving during a commit
       store/writer.py    group commit: a request is answered only after its rows are committed
+
+Everything on the per-event path is cached in memory, so an event costs no database read.
 """
