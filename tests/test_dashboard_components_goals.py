@@ -132,3 +132,14 @@ def test_pager_links_and_ends():
     assert "/goals?page=1" in text and "/goals?page=3" in text and "Page 2 of 3" in text
     last = as_json(goal_ui.pager(1, None, lambda page: f"?page={page}", has_next=False))
     assert "?page=2" not in last and "disabled" in last
+
+
+def test_sessions_body_pages_from_the_goal_total():
+    from dashboard.state import ViewState
+
+    session = GoalSession(session_id="s1", session_start=datetime(2026, 3, 1, tzinfo=UTC), pageviews=1)
+    body = goal_ui.sessions_body([session] * 25, ViewState(page=2), lambda p: f"?page={p}", 25, total=60)
+    text = as_json(body[1])
+    assert "Page 2 of 3" in text and "60 sessions, newest first" in text and "?page=3" in text
+    empty = goal_ui.sessions_body([], ViewState(), lambda p: "", 25, total=0)
+    assert "No session reached this goal" in as_json(empty)

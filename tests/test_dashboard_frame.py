@@ -55,6 +55,7 @@ def test_dash_frame001_sign_in_pick_site_sign_out(dash_duo, services, api_base, 
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
 
 
+@pytest.mark.filterwarnings("ignore:Flask-Caching")
 def test_dash_frame002_revoked_token_returns_to_sign_in(dash_duo, services, api_base, output_dir):
     owner = make_account(services, "owner@example.com")
     make_site(services, owner, "shop.example.com")

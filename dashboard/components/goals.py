@@ -516,8 +516,14 @@ def sessions_frame(sessions: Sequence[Any], time_zone: str) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=columns)
 
 
-def sessions_body(sessions: Sequence[Any], view: Any, href: Callable[[int], str], page_size: int) -> Any:
-    """The converted-sessions table of one page with its pager, or an empty state that says what to try."""
+def sessions_body(
+    sessions: Sequence[Any], view: Any, href: Callable[[int], str], page_size: int, total: int | None = None
+) -> Any:
+    """The converted-sessions table of one page with its pager, or an empty state that says what to try.
+
+    ``total`` (the goal's conversions in the view) gives "page x of y"; without it the pager only knows whether the
+    page was full.
+    """
     if not sessions:
         if view.page > 1:
             return empty_state("No more sessions", "This is past the last page.")
@@ -527,5 +533,7 @@ def sessions_body(sessions: Sequence[Any], view: Any, href: Callable[[int], str]
         (key, f"Started ({view.time_zone})" if key == "session_start" else label) for key, label in SESSION_COLUMNS
     ]
     table = data_table(df, ids.GOAL_SESSIONS_TABLE, columns=columns)
-    pages = pager(view.page, None, href, has_next=len(sessions) >= page_size)
-    return [table, html.Div([html.Span("Newest first", className="muted table-count"), pages], className="table-foot")]
+    total_pages = max(1, -(-total // page_size)) if total is not None else None
+    pages = pager(view.page, total_pages, href, has_next=len(sessions) >= page_size)
+    label = f"{format_number(total)} sessions, newest first" if total is not None else "Newest first"
+    return [table, html.Div([html.Span(label, className="muted table-count"), pages], className="table-foot")]

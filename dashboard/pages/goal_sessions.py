@@ -77,7 +77,8 @@ def load_sessions(view_data: dict | None, auth: dict | None) -> tuple:
     if goal is not None:
         title = f"Sessions that reached “{goal.name or f'Goal {goal.goal_id}'}” · {goal_ui.goal_target(goal)}"
     href = lambda page: dash.get_relative_path("/goal-sessions") + view.to_search(page=page)  # noqa: E731
-    return goal_ui.sessions_body(sessions, view, href, PAGE_SIZE), title
+    total = goal.total_conversions if goal is not None else None
+    return goal_ui.sessions_body(sessions, view, href, PAGE_SIZE, total), title
 
 
 @callback(

@@ -131,7 +131,15 @@ def _sessions(api: Any, view: ViewState) -> Any:
     )
     return [
         html.Div([html.H2(title, className="card-title section-title"), back], className="card-head-inline"),
-        html.Div(goal_ui.sessions_body(rows, view, lambda p: share_href(view, "sessions", page=p), SESSIONS_PAGE)),
+        html.Div(
+            goal_ui.sessions_body(
+                rows,
+                view,
+                lambda p: share_href(view, "sessions", page=p),
+                SESSIONS_PAGE,
+                goal.total_conversions if goal else None,
+            )
+        ),
     ]
 
 
