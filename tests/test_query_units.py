@@ -176,7 +176,9 @@ def test_query010_value_patterns_cross_slashes() -> None:
 def test_query011_goals_query_has_one_flag_per_goal() -> None:
     goals = [GoalSpec(1, "path", {"pathPattern": "/a"}), GoalSpec(2, "event", {"eventName": "x"})]
     query = build_goals_query(Scope((1,), window()), goals, DUCKDB)
-    assert "AS g0" in query.sql and "AS g1" in query.sql and query.sql.count("FROM events") == 1
+    assert "AS g0" in query.sql and "AS g1" in query.sql
+    # One grouping counts the sessions, one aggregates the flags over goal-matching rows only.
+    assert query.sql.count("FROM events") == 2 and "OR (type = 'custom_event'" in query.sql
 
 
 def test_query012_offset_changes_find_dst_transitions() -> None:

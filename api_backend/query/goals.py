@@ -135,13 +135,22 @@ def goal_condition(
 
 
 def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
-    """One row: ``sessions`` then ``g0, g1, ...`` = converted sessions of each goal, in ``goals`` order."""
+    """One row: ``sessions`` then ``g0, g1, ...`` = converted sessions of each goal, in ``goals`` order.
+
+    Sessions are counted in one grouping (with the filters as its ``HAVING``); the goal flags are
+    aggregated only over the rows matching some goal, which are few, instead of over every row.
+    """
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
-    flags = "".join(f", bool_or({goal_condition(g.goal_type, g.config, d, p)}) AS g{i}" for i, g in enumerate(goals))
+    conditions = [goal_condition(g.goal_type, g.config, d, p) for g in goals]
+    flags = "".join(f", bool_or({c}) AS g{i}" for i, c in enumerate(conditions))
     counts = "".join(f", count(*) FILTER (WHERE g{i}) AS g{i}" for i in range(len(goals)))
-    sql = f"""{start}per AS ({session_groups(scope, flags, d, p)})
-SELECT count(*) AS sessions{counts} FROM per"""
+    rows = f"{qualified_rows(scope, p)} AND ({' OR '.join(conditions) or 'false'})"
+    if scope.session_filters:
+        rows += " AND session_id IN (SELECT session_id FROM per)"
+    sql = f"""{start}per AS MATERIALIZED ({session_groups(scope, "", d, p)}),
+hits AS (SELECT session_id{flags} {rows} GROUP BY session_id)
+SELECT (SELECT count(*) FROM per) AS sessions{counts} FROM hits"""
     return p.query(sql)
 
 
