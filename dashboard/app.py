@@ -330,10 +330,10 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         prevent_initial_call=True,
     )
     def sign_out(n_clicks: int, auth: dict | None) -> tuple:
-        """Sign-out ends the session on the server too (best effort), then forgets the token."""
+        """Sign-out ends a sign-in session on the server too (best effort), then forgets the credential."""
         if not n_clicks:
             raise PreventUpdate
-        if session.is_signed_in(auth):
+        if session.is_signed_in(auth) and (auth or {}).get("kind") != "key":
             from api_client import APIError
 
             try:

@@ -1,10 +1,11 @@
 """Credentials and cached API calls for the dashboard.
 
 The signed-in person's credential lives in the browser, in ``dcc.Store(id=ids.AUTH, storage_type="session")`` as
-``{"token": ..., "email": ...}``; a private-link viewer has ``{"privateKey": ..., "siteId": ...}`` in
-``dcc.Store(id=ids.SHARE, storage_type="session")``. Callbacks turn those into an ``AnalyticsAPI`` with ``api_for`` and
-read through ``cached_call``, whose cache key holds the API address, the credential (hashed), the method and every
-argument, so two people never share an answer. ``invalidate`` after a write makes the writer see the change at once.
+``{"token": ..., "email": ..., "kind": "login" | "key"}``; a private-link viewer has
+``{"privateKey": ..., "siteId": ...}`` in ``dcc.Store(id=ids.SHARE, storage_type="session")``. Callbacks turn those
+into an ``AnalyticsAPI`` with ``api_for`` and read through ``cached_call``, whose cache key holds the API address, the
+credential (hashed), the method and every argument, so two people never share an answer. ``invalidate`` after a write
+makes the writer see the change at once.
 
 The API address and the cache belong to the Flask server of the Dash app (``bind_server``), so several dashboards can
 live in one process (tests) and nothing connects at import time.

@@ -138,12 +138,13 @@ def sign_in(
             if not (api_key or "").strip():
                 return no_update, no_update, alert("Enter an API key.")
             me = session.api_for({"token": api_key.strip()}).me()
-            auth = {"token": api_key.strip(), "email": me.email}
+            # An API key outlives this tab: sign-out forgets it here but never revokes it.
+            auth = {"token": api_key.strip(), "email": me.email, "kind": "key"}
         else:
             if not (email or "").strip() or not password:
                 return no_update, no_update, alert("Enter your email and password.")
             result = api.login(email.strip(), password)
-            auth = {"token": result.token, "email": result.email or email.strip()}
+            auth = {"token": result.token, "email": result.email or email.strip(), "kind": "login"}
     except AuthenticationError:
         wrong = "That API key is not valid." if mode == "key" else "The email or password is not right."
         return no_update, no_update, alert(wrong)
