@@ -146,6 +146,7 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("input without name", {"type": "input_change", "properties": {"element": "input"}}, "properties.inputName"),
     ("button bad JSON", {"type": "button_click", "properties": "{"}, "properties"),
+    ("props deeply nested", {"type": "custom_event", "event_name": "x", "properties": "[" * 1500}, "properties"),
     ("props NaN", {"type": "custom_event", "event_name": "x", "properties": '{"v": NaN}'}, "properties"),
 ]
 
@@ -177,6 +178,8 @@ def test_track002_bad_payloads_are_400_and_store_nothing(shared, case, change, f
 def test_track003_body_shapes(client, services, site):
     assert_400(client.post("/api/track", content=b"{not json", headers={"Content-Type": "application/json"}), "body")
     assert_400(client.post("/api/track", json=[event(site)]), "body")
+    deep = b'{"site_id": "1", "type": "pageview", "x": ' + b"[" * 30000 + b"]" * 30000 + b"}"
+    assert_400(client.post("/api/track", content=deep, headers={"Content-Type": "application/json"}), "body")
     assert_400(client.post("/api/track", content=b"", headers={"Content-Type": "application/json"}), "body")
     assert (
         client.post(

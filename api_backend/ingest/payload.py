@@ -116,15 +116,18 @@ def _properties(kind: str, value: Any, errors: _Errors) -> dict[str, Any] | None
     if isinstance(value, dict):
         try:
             text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             errors.add("properties", "must contain only JSON values")
             return None
         decoded: Any = value
     elif isinstance(value, str):
         text = value
+        if len(text) > limit:
+            errors.add("properties", f"must be at most {limit} characters when JSON-encoded")
+            return None
         try:
             decoded = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             decoded = None
             if kind in _JSON_REQUIRED:
                 errors.add("properties", "must be a JSON-encoded object")
@@ -279,7 +282,7 @@ def parse_event(body: Any) -> TrackEvent:
         if props:
             try:
                 values["props"] = json.dumps(props, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-            except ValueError:  # NaN or Infinity parsed from the string form: not storable as JSON
+            except (ValueError, RecursionError):  # NaN or Infinity parsed from the string form
                 errors.add("properties", "must not contain NaN or Infinity")
     errors.raise_if_any()
     return TrackEvent(site_key=site_key, type=kind, **values)
@@ -301,7 +304,12 @@ def parse_identify(body: Any) -> tuple[str, str, dict[str, Any]]:
         traits = {}
     elif not isinstance(traits, dict):
         errors.add("traits", "must be an object")
-    elif len(json.dumps(traits, default=str)) > _PROPS_LIMIT:
-        errors.add("traits", f"must be at most {_PROPS_LIMIT} characters when JSON-encoded")
+    else:
+        try:
+            too_long = len(json.dumps(traits, default=str)) > _PROPS_LIMIT
+        except (ValueError, RecursionError):
+            too_long = True
+        if too_long:
+            errors.add("traits", f"must be at most {_PROPS_LIMIT} characters when JSON-encoded")
     errors.raise_if_any()
     return site_key, user_id.strip(), traits

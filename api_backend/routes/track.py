@@ -116,7 +116,7 @@ async def _json_body(request: Request) -> Any:
         raise InvalidRequestError("The request body is empty.", [FieldError("body", "is required")])
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise InvalidRequestError(
             "The request body is not valid JSON.", [FieldError("body", "is not valid JSON")]
         ) from None
