@@ -143,3 +143,10 @@ def test_sessions_body_pages_from_the_goal_total():
     assert "Page 2 of 3" in text and "60 sessions, newest first" in text and "?page=3" in text
     empty = goal_ui.sessions_body([], ViewState(), lambda p: "", 25, total=0)
     assert "No session reached this goal" in as_json(empty)
+
+
+def test_referrer_host_for_display():
+    assert goal_ui.referrer_host("https://www.google.com/search?q=x") == "www.google.com"
+    assert goal_ui.referrer_host("") == ""
+    assert goal_ui.referrer_host("android-app://com.slack") == "com.slack"
+    assert goal_ui.referrer_host("not a url") == "not a url"

@@ -281,11 +281,12 @@ def data_table(
     sort_action: str = "none",
     markdown: Iterable[str] = (),
     style_data_conditional: list[dict[str, Any]] | None = None,
+    nowrap: Iterable[str] = (),
 ) -> dash_table.DataTable:
     """A plain, readable table of ``df``: numeric columns right-aligned with tabular digits, text left.
 
     ``columns`` are ids, ``(id, title)`` pairs or full DataTable column dicts; ``markdown`` names columns that hold
-    markdown links (rendered as links, never as HTML).
+    markdown links (rendered as links, never as HTML); ``nowrap`` names columns kept on one line (times, codes).
     """
     specs = [_column(c, df) for c in (columns or list(df.columns))]
     link_columns = set(markdown)
@@ -330,7 +331,8 @@ def data_table(
         },
         style_cell_conditional=[
             {"if": {"column_id": c}, "textAlign": "right", "fontVariantNumeric": "tabular-nums"} for c in numeric
-        ],
+        ]
+        + [{"if": {"column_id": c}, "whiteSpace": "nowrap"} for c in nowrap],
         style_data_conditional=style_data_conditional or [],
         **kwargs,
     )

@@ -37,6 +37,7 @@ __all__ = [
     "goals_frame",
     "goals_table",
     "pager",
+    "referrer_host",
     "sessions_body",
     "sessions_frame",
 ]
@@ -70,9 +71,7 @@ SESSION_COLUMNS = (
     ("channel", "Channel"),
     ("referrer", "Referrer"),
     ("country", "Country"),
-    ("browser", "Browser"),
-    ("operating_system", "OS"),
-    ("device_type", "Device"),
+    ("platform", "Browser · OS · device"),
 )
 
 
@@ -463,6 +462,16 @@ def field_errors(details: Sequence[Mapping[str, str]]) -> tuple[dict[str, str], 
     return fields, other
 
 
+def referrer_host(referrer: str | None) -> str:
+    """``https://www.google.com/search?q=x`` -> ``www.google.com``; text that is not a URL stays as it is."""
+    if not referrer:
+        return ""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(referrer).hostname
+    return host or referrer
+
+
 # --- goal sessions ----------------------------------------------------------------------------------------------------
 def _local(moment: datetime | None, zone: str) -> str:
     if moment is None:
@@ -529,10 +538,23 @@ def sessions_body(
             return empty_state("No more sessions", "This is past the last page.")
         return empty_state("No session reached this goal in the range", "Try a longer date range, or remove filters.")
     df = sessions_frame(sessions, view.time_zone)
+    # On screen: minutes are enough, and a referrer reads best as its host (the CSV keeps both in full).
+    df["session_start"] = df["session_start"].str.slice(0, 16)
+    df["referrer"] = df["referrer"].map(referrer_host)
+    # One column for what the visitor used keeps the table within the page (the CSV has them apart).
+    df["platform"] = [
+        " · ".join(part for part in parts if part)
+        for parts in zip(df["browser"], df["operating_system"], df["device_type"], strict=True)
+    ]
     columns = [
         (key, f"Started ({view.time_zone})" if key == "session_start" else label) for key, label in SESSION_COLUMNS
     ]
-    table = data_table(df, ids.GOAL_SESSIONS_TABLE, columns=columns)
+    table = data_table(
+        df,
+        ids.GOAL_SESSIONS_TABLE,
+        columns=columns,
+        nowrap=("session_start", "duration", "pageviews", "country"),
+    )
     total_pages = max(1, -(-total // page_size)) if total is not None else None
     pages = pager(view.page, total_pages, href, has_next=len(sessions) >= page_size)
     label = f"{format_number(total)} sessions, newest first" if total is not None else "Newest first"
