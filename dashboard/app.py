@@ -270,8 +270,11 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         Input(ids.SHARE, "data"),
         State(ids.AUTH, "data"),
         State(ids.NAVIGATE, "pathname"),
+        State(ids.NAVIGATE, "hash"),
     )
-    def load_overview(view_data: dict | None, share: dict | None, auth: dict | None, pathname: str | None) -> Any:
+    def load_overview(
+        view_data: dict | None, share: dict | None, auth: dict | None, pathname: str | None, fragment: str | None
+    ) -> Any:
         """The overview strip: this range and the previous range of the same length (two cached calls)."""
         view = ViewState.from_dict(view_data)
         if view.site_id is None:
@@ -279,10 +282,11 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         from api_client import APIError, NotFoundError
 
         shared = _path(pathname).startswith("/share/")
-        if shared and not (share and str(share.get("siteId")) == str(view.site_id)):
-            raise PreventUpdate  # the key is still being read from the fragment (or the link has none)
-        # A shared view reads with the link's key only, even when the person is also signed in.
-        api = session.api_for(None, share) if shared else session.api_for(auth)
+        has_key = bool(share and str(share.get("siteId")) == str(view.site_id))
+        if shared and not has_key and fragment and len(fragment) > 1:
+            raise PreventUpdate  # the key is still being copied from the fragment
+        # A shared view reads with the link's key only (or nothing, for a public site), even when signed in.
+        api = session.shared_api(share, view.site_id) if shared else session.api_for(auth)
         try:
             if shared:
                 # Cached numbers must not outlive a revoked key: check the key first (one small call).
@@ -315,7 +319,7 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         from api_client import APIError
 
         shared = _path(pathname).startswith("/share/")
-        api = session.api_for(None, share) if shared else session.api_for(auth)
+        api = session.shared_api(share, view.site_id) if shared else session.api_for(auth)
         try:
             page = session.cached_call(api, "metric", view.site_id, parameter, view.query(), page=1, limit=50)
         except APIError:

@@ -38,6 +38,7 @@ __all__ = [
     "find_goal",
     "invalidate",
     "is_signed_in",
+    "shared_api",
 ]
 
 DEFAULT_CACHE_CONFIG: dict[str, Any] = {
@@ -103,6 +104,13 @@ def api_for(auth: Mapping[str, Any] | None, share: Mapping[str, Any] | None = No
     token = auth.get("token") if auth else None
     key = share.get("privateKey") if share and not token else None
     return _base_api().with_credentials(token=token or None, private_key=key or None)
+
+
+def shared_api(share: Mapping[str, Any] | None, site_id: int | str | None) -> AnalyticsAPI:
+    """The client of a shared view of ``site_id``: the link's key when the tab holds one for that site, else no
+    credential at all (enough for a public site). Never a sign-in token, and never another site's key."""
+    matches = bool(share and share.get("privateKey") and str(share.get("siteId")) == str(site_id))
+    return _base_api().with_credentials(private_key=share["privateKey"] if matches else None)
 
 
 def credential_of(api: Any) -> str:

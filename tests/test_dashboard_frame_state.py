@@ -196,6 +196,10 @@ def test_api_for_prefers_the_sign_in_token_over_a_private_key():
         assert (signed_in.token, signed_in.private_key, signed_in.base_url) == ("tok", None, "http://api.test/api")
         shared = session.api_for(None, {"privateKey": "key", "siteId": "1"})
         assert (shared.token, shared.private_key) == (None, "key")
+        # In a shared view only the key of that very site is sent; for another site, nothing.
+        assert session.shared_api({"privateKey": "key", "siteId": "1"}, 1).private_key == "key"
+        other = session.shared_api({"privateKey": "key", "siteId": "1"}, 2)
+        assert (other.token, other.private_key) == (None, None)
 
 
 def test_forward_step_stops_at_today_and_suggestions():

@@ -101,3 +101,22 @@ def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, a
     dash_duo.driver.get(f"{dash_duo.server_url}/share/{site.site_id}#not-the-key")
     dash_duo.driver.refresh()
     dash_duo.wait_for_contains_text("#share-invalid-holder", "This link is no longer valid", timeout=15)
+
+
+def test_dash_share002_public_site_opens_without_a_key(dash_duo, services, api_base):
+    owner = make_account(services, "owner@example.com")
+    public = make_site(services, owner, "open.example.com", public=True)
+    private = make_site(services, owner, "closed.example.com")
+    load_demo(services, public.site_id)
+    services.metadata.create_goal(public.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+
+    dash_duo.driver.get(f"{dash_duo.server_url}/share/{public.site_id}")
+    dash_duo.wait_for_text_to_equal("#share-title", "open.example.com", timeout=15)
+    dash_duo.wait_for_contains_text("#goals-table", "40.0%", timeout=10)
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
+
+    # A site that is not public needs its key.
+    dash_duo.driver.get(f"{dash_duo.server_url}/share/{private.site_id}")
+    dash_duo.wait_for_contains_text("#share-invalid-holder", "This link is no longer valid", timeout=15)
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []

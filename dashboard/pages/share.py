@@ -219,13 +219,12 @@ def load_shared(view_data: dict | None, share: dict | None, tab: str | None, fra
     if view.site_id is None:
         raise PreventUpdate
     matches = bool(share and share.get("privateKey") and str(share.get("siteId")) == str(view.site_id))
-    if not matches:
-        if fragment and len(fragment) > 1:
-            raise PreventUpdate  # the frame is copying the key from the fragment; this runs again when it has
-        return None, "Shared view", [], True, invalid_link()
+    if not matches and fragment and len(fragment) > 1:
+        raise PreventUpdate  # the frame is copying the key from the fragment; this runs again when it has
     from api_client import APIError
 
-    api = session.api_for(None, share)
+    # Without a key this still opens a public site; any other site answers 401, shown as an invalid link.
+    api = session.shared_api(share, view.site_id)
     messages: list[str] = []
     try:
         # Uncached on purpose: a revoked or replaced key must stop working at once, not when the cache expires.
