@@ -65,6 +65,8 @@ SITE_METHODS = frozenset(
         "overview_time_series",
     }
 )
+# How long a credential that answered is trusted before a cached answer is served again without asking the API.
+VERIFY_SECONDS = 15
 _CONFIG_KEY = "SITELENS_API_URL"
 _EXTENSION = "sitelens"
 cache = Cache()
@@ -146,14 +148,37 @@ def _key(api: Any, method_name: str, args: tuple[Any, ...], kwargs: dict[str, An
     return "sitelens:call:" + hashlib.sha256(material.encode()).hexdigest()
 
 
+def _verify(api: Any, method_name: str, args: tuple[Any, ...]) -> None:
+    """Before serving a cached answer, make sure the credential still works (at most every ``VERIFY_SECONDS``).
+
+    A signed-out, expired or revoked credential then stops seeing cached data within seconds, and the page sends the
+    person to sign-in (or says the link is no longer valid) instead of showing numbers it may no longer see.
+    """
+    token, key = getattr(api, "token", None), getattr(api, "private_key", None)
+    if not token and not key:
+        return
+    marker = f"sitelens:verified:{credential_of(api)}"
+    if cache.get(marker):
+        return
+    if token:
+        api.me()
+    elif method_name in SITE_METHODS and args:
+        api.site(args[0])
+    else:
+        return
+    cache.set(marker, True, timeout=VERIFY_SECONDS)
+
+
 def cached_call(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) -> Any:
     """``getattr(api, method_name)(*args, **kwargs)``, answered from the cache when the same call ran recently.
 
-    Failures are never cached: the exception propagates to the page, which shows ``error_view(exc)``.
+    Cached answers are served only while the credential is known to be valid (``_verify``). Failures are never
+    cached: the exception propagates to the page, which shows ``error_view(exc)``.
     """
     key = _key(api, method_name, args, kwargs)
     hit = cache.get(key)
     if hit is not None:
+        _verify(api, method_name, args)
         return hit
     value = getattr(api, method_name)(*args, **kwargs)
     if value is not None:

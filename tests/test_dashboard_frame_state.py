@@ -6,9 +6,11 @@ import json
 from datetime import UTC, date, datetime
 from urllib.parse import parse_qs
 
+import cachelib.simple
 import flask
+import pytest
 
-from api_client import Filter
+from api_client import AuthenticationError, Filter
 from dashboard import session
 from dashboard.components import frame
 from dashboard.state import ViewState, parse_view, preset_range, shift_range, today_in
@@ -149,7 +151,14 @@ class CountingAPI:
     base_url = "http://api.test/api"
 
     def __init__(self, token: str | None = None, private_key: str | None = None):
-        self.token, self.private_key, self.calls = token, private_key, 0
+        self.token, self.private_key, self.calls, self.checks = token, private_key, 0, 0
+        self.revoked = False
+
+    def me(self):
+        self.checks += 1
+        if self.revoked:
+            raise AuthenticationError(401, None, "revoked")
+        return {"email": "someone@example.com"}
 
     def goals(self, site_id, query, page=1):
         self.calls += 1
@@ -216,3 +225,20 @@ def test_forward_step_stops_at_today_and_suggestions():
     rows = [{"value": "Organic Search"}, {"value": ""}, {"value": "Referral"}]
     assert [o.value for o in frame.suggestion_options(rows, "channel")] == ["Organic Search", "Direct", "Referral"]
     assert [o.value for o in frame.suggestion_options(rows, "referrer")] == ["Organic Search", "Referral"]
+
+
+def test_cached_answers_stop_when_the_credential_is_revoked(monkeypatch):
+    app = flask.Flask(__name__)
+    session.bind_server(app, "http://api.test/api")
+    clock = [1000.0]
+    monkeypatch.setattr(cachelib.simple, "time", lambda: clock[0])  # the clock SimpleCache expires entries by
+    with app.app_context():
+        carol = CountingAPI(token="carol")
+        session.cached_call(carol, "goals", 1, "q")
+        session.cached_call(carol, "goals", 1, "q")  # a hit: the credential is checked once...
+        session.cached_call(carol, "goals", 1, "q")  # ...and trusted for a while
+        assert (carol.calls, carol.checks) == (1, 1)
+        carol.revoked = True
+        clock[0] += session.VERIFY_SECONDS + 1
+        with pytest.raises(AuthenticationError):
+            session.cached_call(carol, "goals", 1, "q")
