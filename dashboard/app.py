@@ -20,7 +20,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import frame
-from dashboard.components.common import alert, error_view
+from dashboard.components.common import error_view
 from dashboard.state import ViewState, parse_view, preset_range, shift_range, today_in
 
 __all__ = ["ASSETS_FOLDER", "PAGES_FOLDER", "create_dashboard", "serve_dashboard"]
@@ -279,7 +279,7 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         view = ViewState.from_dict(view_data)
         if view.site_id is None:
             raise PreventUpdate
-        from api_client import APIError, NotFoundError
+        from api_client import APIError
 
         shared = _path(pathname).startswith("/share/")
         has_key = bool(share and str(share.get("siteId")) == str(view.site_id))
@@ -293,8 +293,6 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
                 api.site(view.site_id)
             current = session.cached_call(api, "overview", view.site_id, view.query())
             previous = session.cached_call(api, "overview", view.site_id, view.previous().query())
-        except NotFoundError:
-            return alert("The overview numbers are not available from this API.", "info")
         except APIError as exc:
             # In a private-link view the page itself says when the link is not valid; the strip stays quiet.
             return error_view(exc, shared=shared)

@@ -162,3 +162,17 @@ def test_dash_frame004_api_unreachable_is_said_plainly(dash_duo, output_dir):
     sign_in(dash_duo, "owner@example.com")
     dash_duo.wait_for_contains_text("#login-message", "cannot reach the API", timeout=10)
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def test_dash_frame005_someone_elses_site_is_not_shown(dash_duo, services, api_base):
+    owner = make_account(services, "owner@example.com")
+    make_account(services, "stranger@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.wait_for_element(".login-card", timeout=10)
+    sign_in(dash_duo, "stranger@example.com")
+    dash_duo.wait_for_contains_text("#sites-list", "not in any organization", timeout=10)
+    dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={site.site_id}")
+    dash_duo.wait_for_contains_text("#goals-body", "Not found", timeout=10)
+    dash_duo.wait_for_contains_text("#frame-overview-body", "Not found", timeout=10)
+    assert "shop.example.com" not in dash_duo.find_element("body").text
