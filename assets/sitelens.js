@@ -3,6 +3,7 @@
  * A page that must send the person elsewhere (not signed in, credential expired) renders a marker
  * <div class="redirect" data-href="..."> (dashboard.components.common.redirect). This watches for such
  * markers and follows them. data-clear-auth="1" also forgets the tab's sign-in token first.
+ * It also lets Escape close a dialog (the button marked data-dismiss).
  */
 (function () {
   "use strict";
@@ -32,6 +33,15 @@
     if (root.matches && root.matches(".redirect[data-href]")) { follow(root); }
     root.querySelectorAll(".redirect[data-href]").forEach(follow);
   }
+
+  // Escape closes an open dialog through its own Cancel button (so the dashboard's callbacks see it).
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") { return; }
+    var dialogs = document.querySelectorAll(".modal-backdrop:not([hidden])");
+    if (!dialogs.length) { return; }
+    var dismiss = dialogs[dialogs.length - 1].querySelector("[data-dismiss]");
+    if (dismiss) { dismiss.click(); }
+  });
 
   function start() {
     scan(document.body);

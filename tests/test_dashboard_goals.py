@@ -12,6 +12,7 @@ import pytest
 from dash.testing.wait import until
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from api_backend.app import create_app
 from dashboard.app import create_dashboard
@@ -90,7 +91,8 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
     dash_duo.wait_for_element(path_error, timeout=10)
     dash_duo.wait_for_contains_text(path_error, "empty", timeout=10)
     dash_duo.driver.save_screenshot(str(output_dir / "goals-form-error.png"))
-    dash_duo.find_element("#goals-form-cancel-2").click()
+    dash_duo.find_element("#goals-form-name").send_keys(Keys.ESCAPE)  # Escape closes the dialog
+    until(lambda: not dash_duo.find_element("#goals-form").is_displayed(), 5)
     assert len(goal_rows(dash_duo)) == 1
 
     # An event goal with a property.

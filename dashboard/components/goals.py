@@ -363,7 +363,11 @@ def goal_form() -> html.Div:
                 html.Div(
                     [
                         html.Button(
-                            "Cancel", id=ids.GOALS_FORM_CANCEL_2, n_clicks=0, className="button button-secondary"
+                            "Cancel",
+                            id=ids.GOALS_FORM_CANCEL_2,
+                            n_clicks=0,
+                            className="button button-secondary",
+                            **{"data-dismiss": "1"},
                         ),
                         html.Button("Save goal", id=ids.GOALS_FORM_SAVE, n_clicks=0, className="button button-primary"),
                     ],

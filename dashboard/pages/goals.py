@@ -51,7 +51,13 @@ def delete_dialog() -> html.Div:
                 ),
                 html.Div(
                     [
-                        html.Button("Keep it", id=ids.GOALS_DELETE_NO, n_clicks=0, className="button button-secondary"),
+                        html.Button(
+                            "Keep it",
+                            id=ids.GOALS_DELETE_NO,
+                            n_clicks=0,
+                            className="button button-secondary",
+                            **{"data-dismiss": "1"},
+                        ),
                         html.Button(
                             "Delete goal", id=ids.GOALS_DELETE_YES, n_clicks=0, className="button button-danger"
                         ),
