@@ -45,7 +45,6 @@ LOGIN_NEXT = "login-next"
 
 # --- sites (site picker page) ---------------------------------------------------------------------------
 SITES_LIST = "sites-list"
-SITES_BODY = "sites-body"
 
 # --- goals ----------------------------------------------------------------------------------------------
 GOALS_TABLE = "goals-table"
@@ -53,7 +52,6 @@ GOALS_BODY = "goals-body"
 GOALS_SORT = "goals-sort"
 GOALS_SEARCH = "goals-search"
 GOALS_ORDER = "goals-order"
-GOALS_PAGER = "goals-pager"
 GOALS_CSV = "goals-csv"
 GOALS_CSV_DOWNLOAD = "goals-csv-download"
 GOALS_NEW = "goals-new"
@@ -91,7 +89,6 @@ GOALS_STATUS = "goals-status"
 GOAL_SESSIONS_TABLE = "goal-sessions-table"
 GOAL_SESSIONS_BODY = "goal-sessions-body"
 GOAL_SESSIONS_TITLE = "goal-sessions-title"
-GOAL_SESSIONS_PAGER = "goal-sessions-pager"
 GOAL_SESSIONS_CSV = "goal-sessions-csv"
 GOAL_SESSIONS_CSV_DOWNLOAD = "goal-sessions-csv-download"
 
@@ -106,8 +103,13 @@ CHANNELS_CSV_DOWNLOAD = "channels-csv-download"
 
 # --- private-link view ----------------------------------------------------------------------------------
 SHARE_BODY = "share-body"
-SHARE_TABS = "share-tabs"
 SHARE_CONTENT = "share-content"
+SHARE_TITLE = "share-title"
+SHARE_INVALID = "share-invalid-holder"  # "this link is no longer valid" shows here, with nothing of the site
+SHARE_TAB = "share-tab"  # dcc.Store: which part of the shared view is shown
+SHARE_CHANNELS_GOAL = "share-channels-goal"
+SHARE_ERRORS_DATA = "share-errors-data"  # dcc.Store: the error messages listed, by row index
+SHARE_ERROR_ROW_TYPE = "share-error-row"  # {"type": ..., "index": row}
 
 # --- errors ---------------------------------------------------------------------------------------------
 ERRORS_BODY = "errors-body"
@@ -160,9 +162,3 @@ SETTINGS_LINK_STATUS = "settings-link-status"
 SETTINGS_DELETE_INPUT = "settings-delete-input"
 SETTINGS_DELETE = "settings-delete"
 SETTINGS_DELETE_STATUS = "settings-delete-status"
-SHARE_TITLE = "share-title"
-SHARE_INVALID = "share-invalid-holder"
-SHARE_TAB = "share-tab"  # dcc.Store: which part of the shared view is shown
-SHARE_CHANNELS_GOAL = "share-channels-goal"
-SHARE_ERRORS_DATA = "share-errors-data"  # dcc.Store: the error messages listed, by row index
-SHARE_ERROR_ROW_TYPE = "share-error-row"  # {"type": ..., "index": row}
