@@ -42,7 +42,7 @@ def layout(
                 html.Div([html.Span("◔", className="brand-mark"), "sitelens"], className="login-brand"),
                 html.H1("Sign in", className="login-title"),
                 html.P("Web analytics you can trust.", className="login-subtitle"),
-                html.Div(alert(notice[0], notice[1]) if notice else None, id=ids.LOGIN_MESSAGE),
+                html.Div(alert(notice[0], notice[1]) if notice else None, id=ids.LOGIN_MESSAGE, className="status"),
                 dcc.Store(id=ids.LOGIN_NEXT, data=safe_next(next)),
                 dcc.RadioItems(
                     id=ids.LOGIN_MODE,
