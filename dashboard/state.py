@@ -10,12 +10,14 @@ Query keys: ``site``, ``start_date``, ``end_date`` (``YYYY-MM-DD``, inclusive), 
 
 from __future__ import annotations
 
+import functools
 import json
+import zoneinfo
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 if TYPE_CHECKING:
     from api_client import Query
@@ -84,15 +86,15 @@ _BUCKETS = ("minute", "five_minutes", "ten_minutes", "fifteen_minutes", "hour", 
 _INT_KEYS = ("site", "goal", "page")
 
 
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    # The names the API accepts: canonical IANA zones ("localtime" and the posix/ and right/ copies are not).
+    return frozenset(zoneinfo.available_timezones() - {"localtime"})
+
+
 def is_valid_zone(name: str | None) -> bool:
-    """True when ``name`` is an IANA time zone this machine knows."""
-    if not name or not isinstance(name, str):
-        return False
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
+    """True when ``name`` is an IANA time zone the API accepts."""
+    return isinstance(name, str) and name in _zone_names()
 
 
 def today_in(time_zone: str, now: datetime | None = None) -> date:

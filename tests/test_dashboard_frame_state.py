@@ -25,6 +25,9 @@ def test_defaults_are_the_last_30_days_in_the_browser_zone():
     assert (view.start_date, view.end_date) == (date(2026, 2, 10), date(2026, 3, 11))
     assert view.days == 30
     assert parse_view("", now=NOW).time_zone == "UTC"
+    # Only names the API accepts are kept; anything else falls back to the browser's zone.
+    assert parse_view("?time_zone=localtime", default_zone="Europe/Paris", now=NOW).time_zone == "Europe/Paris"
+    assert parse_view("?time_zone=posix/Asia/Tokyo", now=NOW).time_zone == "UTC"
 
 
 def test_round_trip_through_the_url():
