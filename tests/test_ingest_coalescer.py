@@ -50,7 +50,29 @@ def test_coalescer001_groups_rows_while_a_commit_is_in_flight(tmp_path):
         store.close()
 
 
-def test_coalescer002_closed_writer_fails_every_waiter(tmp_path):
+def test_coalescer002_a_row_that_cannot_be_stored_fails_only_its_request(tmp_path):
+    store = SlowStore(tmp_path / "events.duckdb")
+    writer = BatchWriter(store, linger=0)
+    coalescer = RowCoalescer(writer)
+    try:
+        first = coalescer.submit([row("/first")])
+        good = coalescer.submit([row("/good")])
+        bad = coalescer.submit([row("/bad\ud800")])  # a lone surrogate cannot be written as UTF-8
+        also_good = coalescer.submit([row("/also-good")])
+        store.release.set()
+        assert (first.result(10), good.result(10), also_good.result(10)) == (1, 1, 1)
+        with pytest.raises(UnicodeEncodeError):
+            bad.result(10)
+        assert sorted(r[0] for r in store.query("SELECT pathname FROM events")) == ["/also-good", "/first", "/good"]
+        # The writer is still alive.
+        assert coalescer.submit([row("/after")]).result(10) == 1
+    finally:
+        store.release.set()
+        writer.close()
+        store.close()
+
+
+def test_coalescer003_closed_writer_fails_every_waiter(tmp_path):
     store = DuckDBEventStore(tmp_path / "events.duckdb")
     writer = BatchWriter(store)
     writer.close()

@@ -281,3 +281,53 @@ def test_track009_body_limit_and_cors(client, site):
     assert preflight.headers["access-control-allow-origin"] == "https://example.com"
     response = client.post("/api/track", json=event(site), headers={**UA, "Origin": "https://example.com"})
     assert response.headers["access-control-allow-origin"] == "https://example.com"
+
+
+def _junk(rng, depth: int = 0) -> Any:
+    choices = [
+        None,
+        True,
+        0,
+        -1,
+        2**40,
+        1.5,
+        float("1e308"),
+        "",
+        " ",
+        "x" * rng.choice([1, 300, 5000]),
+        "8.8.8.8",
+        "https://a.example/x?utm_source=google",
+        "{}",
+        '{"message": "m", "url": "https://x.y"}',
+        "[1,2]",
+        "\u0000\ud7ff",
+        "lone \ud800 surrogate",
+    ]
+    if depth < 2:
+        choices += [[_junk(rng, depth + 1)], {"message": _junk(rng, depth + 1), "url": _junk(rng, depth + 1)}]
+    return rng.choice(choices)
+
+
+def test_track010_random_payloads_never_fail_the_server(shared):
+    import random
+
+    client, services, site = shared
+    rng = random.Random(20260301)
+    fields = ["site_id", "type", "hostname", "pathname", "querystring", "screenWidth", "screenHeight", "language"]
+    fields += ["page_title", "referrer", "user_id", "event_name", "properties", "lcp", "cls", "ip_address"]
+    fields += ["user_agent", "api_key"]
+    for _ in range(300):
+        body: dict[str, Any] = {"site_id": str(site.site_id), "type": rng.choice(list(GOOD) + ["nope"])}
+        for field in rng.sample(fields, rng.randint(1, 6)):
+            body[field] = _junk(rng)
+        # json.dumps escapes lone surrogates as \uXXXX, as a browser's JSON.stringify does.
+        headers = {**UA, "Content-Type": "application/json"}
+        response = client.post("/api/track", content=json.dumps(body), headers=headers)
+        assert response.status_code in (200, 400, 401, 404, 413), (body, response.text)
+        if response.status_code != 200:
+            assert response.json()["code"] in {
+                "INVALID_REQUEST",
+                "AUTHENTICATION_REQUIRED",
+                "NOT_FOUND",
+                "PAYLOAD_TOO_LARGE",
+            }

@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+import pyarrow as pa
+
+from api_backend.store.events import rows_to_table
 from api_backend.store.writer import BatchWriter
 
 __all__ = ["RowCoalescer"]
@@ -44,15 +47,37 @@ class RowCoalescer:
             if not group:
                 self._busy = False
                 return
-        rows = [row for part, _ in group for row in part]
+        group, table = self._convert(group)
+        if not group:
+            self._send_next()
+            return
         try:
-            committed = self._writer.submit(rows)
+            committed = self._writer.submit(table)
         except Exception as exc:  # writer closed: every waiting request must hear about it
             for _, future in group:
                 future.set_exception(exc)
             self._send_next()
             return
         committed.add_done_callback(lambda done: self._finish(done, group))
+
+    @staticmethod
+    def _convert(
+        group: list[tuple[Sequence[Mapping[str, Any]], Future[int]]],
+    ) -> tuple[list[tuple[Sequence[Mapping[str, Any]], Future[int]]], pa.Table | None]:
+        """One Arrow table for the group; if that fails, fail only the requests whose rows cannot convert."""
+        try:
+            return group, rows_to_table([row for part, _ in group for row in part])
+        except Exception:
+            pass
+        good, tables = [], []
+        for part, future in group:
+            try:
+                tables.append(rows_to_table(part))
+            except Exception as exc:
+                future.set_exception(exc)
+                continue
+            good.append((part, future))
+        return good, pa.concat_tables(tables) if tables else None
 
     def _finish(self, done: Future[int], group: list[tuple[Sequence[Mapping[str, Any]], Future[int]]]) -> None:
         error = done.exception()

@@ -88,6 +88,17 @@ class _Errors:
             raise InvalidRequestError(f"Invalid event: {first.field} {first.message}.", self.items)
 
 
+def _encodable(text: str) -> bool:
+    """False for strings holding lone surrogates (valid in JSON escapes, impossible to store as UTF-8)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -100,7 +111,7 @@ def _site_key(value: Any, errors: _Errors) -> str:
         if value < 1:
             errors.add("site_id", "must be a positive number")
         return str(value)
-    if isinstance(value, str) and value.strip() and len(value) <= 64:
+    if isinstance(value, str) and value.strip() and len(value) <= 64 and _encodable(value):
         return value.strip()
     errors.add("site_id", "must be a non-empty string or a positive number")
     return ""
@@ -229,6 +240,8 @@ def parse_event(body: Any) -> TrackEvent:
             errors.add(field, "must be a string")
         elif len(value) > limit:
             errors.add(field, f"must be at most {limit} characters")
+        elif not _encodable(value):
+            errors.add(field, "must be valid Unicode text")
         else:
             values[field] = value
     values["user_id"] = values.get("user_id", "").strip()
@@ -266,8 +279,8 @@ def parse_event(body: Any) -> TrackEvent:
             values[field] = float(value)
 
     name = body.get("event_name")
-    if name is not None and not isinstance(name, str):
-        errors.add("event_name", "must be a string")
+    if name is not None and (not isinstance(name, str) or not _encodable(name)):
+        errors.add("event_name", "must be a string of valid Unicode text")
         name = None
     if name is not None and len(name) > _EVENT_NAME_LIMIT:
         errors.add("event_name", f"must be at most {_EVENT_NAME_LIMIT} characters")
@@ -281,9 +294,14 @@ def parse_event(body: Any) -> TrackEvent:
         _check_typed_props(kind, props, errors)
         if props:
             try:
-                values["props"] = json.dumps(props, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+                text = json.dumps(props, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
             except (ValueError, RecursionError):  # NaN or Infinity parsed from the string form
                 errors.add("properties", "must not contain NaN or Infinity")
+            else:
+                if _encodable(text):
+                    values["props"] = text
+                else:
+                    errors.add("properties", "must be valid Unicode text")
     errors.raise_if_any()
     return TrackEvent(site_key=site_key, type=kind, **values)
 
@@ -295,7 +313,7 @@ def parse_identify(body: Any) -> tuple[str, str, dict[str, Any]]:
         raise InvalidRequestError("The body must be a JSON object.", [FieldError("body", "must be a JSON object")])
     site_key = _site_key(body.get("site_id"), errors)
     user_id = body.get("user_id")
-    if not isinstance(user_id, str) or not user_id.strip():
+    if not isinstance(user_id, str) or not user_id.strip() or not _encodable(user_id):
         errors.add("user_id", "is required (a non-empty string)")
     elif len(user_id.strip()) > 255:
         errors.add("user_id", "must be at most 255 characters")
