@@ -34,7 +34,7 @@ EVENTS = 400
 async def _send_all(base: str, site_id: int) -> list[str]:
     """Send every event concurrently; return the paths the server acknowledged with 200."""
     limits = httpx.Limits(max_connections=32)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30, headers={"User-Agent": BROWSER}) as client:
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120, headers={"User-Agent": BROWSER}) as client:
 
         async def one(i: int) -> str | None:
             body = {"site_id": site_id, "type": "custom_event", "event_name": "durable", "pathname": f"/e{i}"}
