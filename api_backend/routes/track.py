@@ -73,6 +73,17 @@ _BATCH_SCHEMA = {
 }
 
 
+def _responses(example: dict[str, Any], *codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI responses: the 200 body example plus the error statuses the route can answer."""
+    meaning = {400: "Invalid body (details name the fields)", 401: "Invalid API key", 404: "Unknown site"}
+    out: dict[int | str, dict[str, Any]] = {
+        200: {"description": "OK", "content": {"application/json": {"example": example}}}
+    }
+    for code in codes:
+        out[code] = {"description": meaning[code]}
+    return out
+
+
 def _services(request: Request) -> Services:
     # Read directly rather than through a sync dependency: FastAPI runs those in a worker thread, a costly
     # hop on the hottest route.
@@ -122,7 +133,12 @@ async def _json_body(request: Request) -> Any:
         ) from None
 
 
-@router.post("/track", openapi_extra=_body_doc(_EVENT_SCHEMA), response_model=None)
+@router.post(
+    "/track",
+    openapi_extra=_body_doc(_EVENT_SCHEMA),
+    response_model=None,
+    responses=_responses({"success": True, "tracked": False, "reason": "bot"}, 400, 401, 404),
+)
 async def track(request: Request) -> JSONResponse:
     """Record one event: ``{"success": true}`` once stored, or ``tracked: false`` with the reason it was dropped."""
     services = _services(request)
@@ -132,7 +148,16 @@ async def track(request: Request) -> JSONResponse:
     return JSONResponse(result)
 
 
-@router.post("/track/batch", openapi_extra=_body_doc(_BATCH_SCHEMA), response_model=None)
+@router.post(
+    "/track/batch",
+    openapi_extra=_body_doc(_BATCH_SCHEMA),
+    response_model=None,
+    responses=_responses(
+        {"success": True, "accepted": 2, "rejected": [{"index": 1, "error": "type is required"}], "dropped": []},
+        400,
+        401,
+    ),
+)
 async def track_batch(request: Request) -> JSONResponse:
     """Record up to 1000 events in one commit.
 
@@ -176,7 +201,12 @@ async def track_batch(request: Request) -> JSONResponse:
     return JSONResponse({"success": True, "accepted": len(rows), "rejected": rejected, "dropped": dropped})
 
 
-@router.post("/identify", openapi_extra=_body_doc(IdentifyBody.model_json_schema()), response_model=None)
+@router.post(
+    "/identify",
+    openapi_extra=_body_doc(IdentifyBody.model_json_schema()),
+    response_model=None,
+    responses=_responses({"success": True}, 400, 401, 404),
+)
 async def identify(request: Request) -> JSONResponse:
     """Tie the visitor sending this request to ``user_id``; later events of that visitor carry it."""
     services = _services(request)
@@ -186,7 +216,7 @@ async def identify(request: Request) -> JSONResponse:
     return JSONResponse({"success": True})
 
 
-@router.get("/site/tracking-config/{site_id}")
+@router.get("/site/tracking-config/{site_id}", responses={404: {"description": "Unknown site"}})
 async def tracking_config(site_id: str, request: Request) -> dict[str, bool]:
     """The switches the browser tracker reads (public: they reveal nothing private)."""
     return dict(_ingestor(_services(request)).site_rules(site_id).tracking_config)
