@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", type=Path, default=RESULTS, help="where to write the JSON results")
     parser.add_argument("--markdown", type=Path, default=MARKDOWN, help="where to write BENCHMARKS.md")
     parser.add_argument("--keep-data", action="store_true", help="keep the seeded data dirs after the run")
+    parser.add_argument(
+        "--dashboard-only",
+        type=Path,
+        metavar="DATA_DIR",
+        help="only time the dashboard, on a data dir kept by --keep-data (replaces that size's dashboard figures)",
+    )
     parser.add_argument("--render-only", action="store_true", help="only re-render BENCHMARKS.md from results.json")
     return parser
 
@@ -87,6 +93,33 @@ def _loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def _dashboard_only(args: argparse.Namespace, results: dict[str, Any], command: str) -> int:
+    """Re-time the dashboard against a kept data dir (its server restarted) and store it under that size."""
+    from bench.accounts import BenchAccount
+    from bench.dashboard import run_dashboard
+    from bench.profile import _api_key
+    from bench.server import ServerProcess
+
+    data_dir = args.dashboard_only.resolve()
+    key, site_id = _api_key(data_dir)
+    size = next((k for k, v in results.get("reads", {}).items() if f"reads-{k}" == data_dir.name), None)
+    if size is None:
+        raise SystemExit(f"{data_dir} is not the data dir of a size in {args.results}")
+    record = _run_record(command)
+    with ServerProcess(data_dir) as server:
+        account = BenchAccount(data_dir, "", key, "", site_id, "")
+        rss: dict[str, int] = {}
+        assert server.sampler is not None
+        with server.sampler.block(rss, "dashboard"):
+            results["reads"][size]["dashboard"] = run_dashboard(server, account, runs=args.dashboard_runs, log=_log)
+        results["reads"][size].setdefault("peak_rss_bytes", {})["dashboard"] = rss["dashboard"]
+    record["load_after"] = _loadavg()
+    results["runs"]["dashboard"] = record
+    results["machine"] = machine_info()
+    _save(results, args)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the selected blocks; write results after each block so a long run keeps what it measured."""
     args = build_parser().parse_args(argv)
@@ -96,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         args.markdown.write_text(render_markdown(results))
         return 0
+    if args.dashboard_only:
+        return _dashboard_only(args, results, command)
     if args.quick:
         args.sizes, args.runs, args.warmups = [100_000], 3, 1
         args.ingest_seconds, args.dashboard_runs = 5.0, 2

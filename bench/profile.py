@@ -89,6 +89,8 @@ def profile_ingest(work: Path, mode: str, seconds: float) -> Path:
             requests, connections = _single_requests(host, account.site_id, account.domain), 32
         else:
             requests, connections = _batch_requests(host, account.site_id, account.domain, account.api_key, 1000), 4
+        # Warm up first (lazy route tables, the user-agent parser, DuckDB caches) so the profile is steady state.
+        run_load("127.0.0.1", server.port, requests, connections=connections, warmup=0, duration=3)
         spy = _record(server.pid, seconds, out)
         result = run_load("127.0.0.1", server.port, requests, connections=connections, warmup=0.5, duration=seconds)
         spy.wait(timeout=120)

@@ -25,7 +25,7 @@ from typing import Any
 from api_backend.query.filters import SESSION_CHANNEL
 from api_backend.query.goals import GoalSpec, build_goal_sessions_query, build_goals_query, goal_condition
 from api_backend.query.scope import Scope, window_condition
-from api_backend.query.sql import DUCKDB, Params, Query
+from api_backend.query.sql import DUCKDB, Params, Query, json_path
 from api_backend.query.usage import build_usage_query
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.duckdb import DuckDBEventStore
@@ -54,11 +54,30 @@ def fast_path_condition(pattern: str, p: Params) -> str | None:
     return None
 
 
+def fast_event_condition(config: dict[str, Any], p: Params) -> str:
+    """An event goal whose property test (JSON extraction) runs only on that event's rows, behind a CASE guard."""
+    guard = f"type = 'custom_event' AND event_name = {p.add(config['eventName'])}"
+    key, value = config.get("eventPropertyKey"), config.get("eventPropertyValue")
+    if key is None or value is None:
+        return f"({guard})"
+    # The same property test as goal_condition (numbers compare numerically, booleans as true/false).
+    text = d.json_string("props", p.add(json_path(key)))
+    if isinstance(value, bool):
+        prop = f"{text} = {p.add('true' if value else 'false')}"
+    elif isinstance(value, int | float):
+        prop = f"coalesce({d.to_double(text)} = {p.add(float(value))}, false)"
+    else:
+        prop = f"{text} = {p.add(str(value))}"
+    return f"(CASE WHEN {guard} THEN {prop} ELSE false END)"
+
+
 def _condition(spec: GoalSpec, p: Params, fast: bool) -> str:
     if fast and spec.goal_type == "path":
         quick = fast_path_condition(spec.config["pathPattern"], p)
         if quick is not None:
             return quick
+    if fast and spec.goal_type == "event":
+        return fast_event_condition(dict(spec.config), p)
     return goal_condition(spec.goal_type, spec.config, d, p)
 
 
@@ -207,7 +226,9 @@ REWRITES: tuple[Rewrite, ...] = (
         "goals list: path goals without regex",
         "GET /sites/:site/goals",
         "In `goal_condition`, match a path pattern without `*` by equality, `/x/**` by `starts_with`, and `/x/*` by "
-        "`starts_with` + no further `/`; keep `regexp_full_match` only for other wildcards.",
+        "`starts_with` + no further `/` (regex only for other wildcards); guard an event goal's JSON property test "
+        "with `CASE WHEN type = 'custom_event' AND event_name = ... THEN <test> ELSE false END`, so JSON is parsed "
+        "only on that event's rows instead of on every row of the window.",
         lambda c: build_goals_query(c.scope, c.specs, d),
         lambda c: goals_after(c, fast=True),
         _goals_canon,
