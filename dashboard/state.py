@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 from zoneinfo import ZoneInfo
 
+from api_client.query import FILTER_PARAMETERS, FILTER_TYPES
+
 if TYPE_CHECKING:
     from api_client import Query
 
@@ -36,50 +38,6 @@ __all__ = [
 ]
 
 DEFAULT_DAYS = 30
-# The filter parameters and types the API accepts (contract §4); prop:<key> is accepted as well.
-FILTER_PARAMETERS = (
-    "pathname",
-    "page_title",
-    "hostname",
-    "querystring",
-    "referrer",
-    "channel",
-    "entry_page",
-    "exit_page",
-    "country",
-    "region",
-    "city",
-    "language",
-    "browser",
-    "browser_version",
-    "operating_system",
-    "operating_system_version",
-    "device_type",
-    "dimensions",
-    "utm_source",
-    "utm_medium",
-    "utm_campaign",
-    "utm_term",
-    "utm_content",
-    "event_name",
-    "user_id",
-)
-FILTER_TYPES = (
-    "equals",
-    "not_equals",
-    "contains",
-    "not_contains",
-    "starts_with",
-    "ends_with",
-    "regex",
-    "not_regex",
-    "is_null",
-    "is_not_null",
-    "greater_than",
-    "less_than",
-    "greater_than_or_equal",
-    "less_than_or_equal",
-)
 # Preset id -> number of days ending today (inclusive); "today" is one day.
 PRESETS = {"today": 1, "7d": 7, "30d": 30, "90d": 90}
 _BUCKETS = ("minute", "five_minutes", "ten_minutes", "fifteen_minutes", "hour", "day", "week", "month", "year")

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from api_backend.app import create_app
 from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
-from tests.support import Account, make_account, make_site
+from tests.support import Account, live_server, make_account, make_site
 
 OUTPUT_DIR = Path(os.environ.get("SITELENS_TEST_OUTPUT", Path(__file__).resolve().parent.parent / "test-output"))
 
@@ -62,6 +62,13 @@ def app(settings: Settings, services: Services):
 def client(app) -> Iterator[TestClient]:
     with TestClient(app) as test_client:
         yield test_client
+
+
+@pytest.fixture
+def api_base(settings: Settings, services: Services) -> Iterator[str]:
+    """The real API served on a loopback port (for the dashboard and other HTTP clients)."""
+    with live_server(create_app(settings, services)) as base:
+        yield base
 
 
 @pytest.fixture

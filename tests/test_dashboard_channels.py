@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 
-import pytest
 from selenium.webdriver.common.by import By
 
-from api_backend.app import create_app
 from dashboard.app import create_dashboard
-from tests.support import PASSWORD, live_server, make_account, make_site
-from tests.test_dashboard_frame_data import load_demo
+from tests.dashboard_data import load_demo
+from tests.support import PASSWORD, make_account, make_site
 
 
 def wilson(successes: int, trials: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -20,12 +18,6 @@ def wilson(successes: int, trials: int, z: float = 1.959963984540054) -> tuple[f
     centre = (p + z * z / (2 * trials)) / denominator
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
     return centre - half, centre + half
-
-
-@pytest.fixture
-def api_base(settings, services):
-    with live_server(create_app(settings, services)) as base:
-        yield base
 
 
 def test_dash_channels001_ranking_table_and_chart(dash_duo, services, api_base, output_dir):

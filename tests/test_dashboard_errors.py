@@ -10,13 +10,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
 
 import pandas as pd
-import pytest
 from selenium.webdriver.common.by import By
 
-from api_backend.app import create_app
 from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
-from tests.support import PASSWORD, live_server, make_account, make_site
+from tests.dashboard_support import sign_in
+from tests.support import make_account, make_site
 
 TYPE_ERROR = "Cannot read properties of undefined (reading 'price')"
 HOSTILE = '<script>alert("x")</script> is not defined'
@@ -70,20 +69,6 @@ def load_events(services, site_id: int) -> list[dict]:
     ]
     services.events.append(rows_to_table(rows))
     return rows
-
-
-@pytest.fixture
-def api_base(settings, services):
-    with live_server(create_app(settings, services)) as base:
-        yield base
-
-
-def sign_in(dash_duo, email: str) -> None:
-    dash_duo.wait_for_element("#login-email", timeout=10)
-    dash_duo.find_element("#login-email").send_keys(email)
-    dash_duo.find_element("#login-password").send_keys(PASSWORD)
-    dash_duo.find_element("#login-submit").click()
-    dash_duo.wait_for_element("#sites-list", timeout=10)
 
 
 def plotted_points(dash_duo) -> list:

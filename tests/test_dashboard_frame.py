@@ -10,23 +10,9 @@ import pytest
 from dash.testing.wait import until
 from selenium.common.exceptions import StaleElementReferenceException
 
-from api_backend.app import create_app
 from dashboard.app import create_dashboard
-from tests.support import PASSWORD, free_port, live_server, make_account, make_site
-
-
-@pytest.fixture
-def api_base(settings, services):
-    with live_server(create_app(settings, services)) as base:
-        yield base
-
-
-def sign_in(dash_duo, email: str, password: str = PASSWORD) -> None:
-    """Fill the sign-in form like a person and submit it."""
-    dash_duo.wait_for_element("#login-email", timeout=10)
-    dash_duo.find_element("#login-email").send_keys(email)
-    dash_duo.find_element("#login-password").send_keys(password)
-    dash_duo.find_element("#login-submit").click()
+from tests.dashboard_support import sign_in
+from tests.support import PASSWORD, free_port, make_account, make_site
 
 
 def test_dash_frame001_sign_in_pick_site_sign_out(dash_duo, services, api_base, output_dir):
@@ -38,7 +24,7 @@ def test_dash_frame001_sign_in_pick_site_sign_out(dash_duo, services, api_base, 
     # "/" sends a signed-out person to sign-in.
     dash_duo.wait_for_element(".login-card", timeout=10)
     dash_duo.driver.save_screenshot(str(output_dir / "frame-login.png"))
-    sign_in(dash_duo, "owner@example.com", "wrong password")
+    sign_in(dash_duo, "owner@example.com", "wrong password", expect_sites=False)
     dash_duo.wait_for_contains_text("#login-message", "email or password is not right", timeout=10)
 
     dash_duo.clear_input(dash_duo.find_element("#login-password"))
@@ -62,7 +48,7 @@ def test_dash_frame002_revoked_token_returns_to_sign_in(dash_duo, services, api_
     # No response cache here: the point is what the dashboard does with the API's 401 on the next call.
     dash_duo.start_server(create_dashboard(api_url=api_base + "/api", cache_config={"CACHE_TYPE": "NullCache"}))
     dash_duo.wait_for_element(".login-card", timeout=10)
-    sign_in(dash_duo, "owner@example.com")
+    sign_in(dash_duo, "owner@example.com", expect_sites=False)
     dash_duo.wait_for_contains_text("#sites-list", "shop.example.com", timeout=10)
 
     # The token is revoked behind the dashboard's back (signed out elsewhere); the next page load must notice.
@@ -159,7 +145,7 @@ def test_dash_frame004_api_unreachable_is_said_plainly(dash_duo, output_dir):
     # Nothing listens on this port: every call fails to connect.
     dash_duo.start_server(create_dashboard(api_url=f"http://127.0.0.1:{free_port()}/api"))
     dash_duo.wait_for_element(".login-card", timeout=10)
-    sign_in(dash_duo, "owner@example.com")
+    sign_in(dash_duo, "owner@example.com", expect_sites=False)
     dash_duo.wait_for_contains_text("#login-message", "cannot reach the API", timeout=10)
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
 
@@ -170,7 +156,7 @@ def test_dash_frame005_someone_elses_site_is_not_shown(dash_duo, services, api_b
     site = make_site(services, owner, "shop.example.com")
     dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
     dash_duo.wait_for_element(".login-card", timeout=10)
-    sign_in(dash_duo, "stranger@example.com")
+    sign_in(dash_duo, "stranger@example.com", expect_sites=False)
     dash_duo.wait_for_contains_text("#sites-list", "not in any organization", timeout=10)
     dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={site.site_id}")
     dash_duo.wait_for_contains_text("#goals-body", "Not found", timeout=10)

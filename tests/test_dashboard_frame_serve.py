@@ -11,8 +11,8 @@ import uvicorn
 from api_backend.app import create_app
 from api_backend.services import open_services
 from api_backend.settings import load_settings
+from tests.dashboard_data import load_demo
 from tests.support import PASSWORD, free_port, make_account, make_site
-from tests.test_dashboard_frame_data import load_demo
 
 
 def test_dash_serve001_one_process_api_and_dashboard(dash_br, tmp_path, output_dir):

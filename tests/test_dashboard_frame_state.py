@@ -245,3 +245,11 @@ def test_cached_answers_stop_when_the_credential_is_revoked(monkeypatch):
         clock[0] += session.VERIFY_SECONDS + 1
         with pytest.raises(AuthenticationError):
             session.cached_call(carol, "goals", 1, "q")
+
+
+def test_filter_menus_offer_exactly_the_api_parameters_and_types():
+    from api_client.query import FILTER_PARAMETERS, FILTER_TYPES
+    from dashboard.components.frame import PARAMETER_LABELS, TYPE_LABELS
+
+    assert set(PARAMETER_LABELS) == set(FILTER_PARAMETERS)
+    assert set(TYPE_LABELS) == set(FILTER_TYPES)

@@ -8,30 +8,15 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from dash.testing.wait import until
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from api_backend.app import create_app
 from dashboard.app import create_dashboard
-from tests.support import PASSWORD, live_server, make_account, make_site
-from tests.test_dashboard_frame_data import load_demo
-
-
-@pytest.fixture
-def api_base(settings, services):
-    with live_server(create_app(settings, services)) as base:
-        yield base
-
-
-def sign_in(dash_duo, email: str) -> None:
-    dash_duo.wait_for_element("#login-email", timeout=10)
-    dash_duo.find_element("#login-email").send_keys(email)
-    dash_duo.find_element("#login-password").send_keys(PASSWORD)
-    dash_duo.find_element("#login-submit").click()
-    dash_duo.wait_for_element("#sites-list", timeout=10)
+from tests.dashboard_data import load_demo
+from tests.dashboard_support import sign_in
+from tests.support import make_account, make_site
 
 
 def fill(dash_duo, selector: str, text: str) -> None:

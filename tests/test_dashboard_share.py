@@ -5,24 +5,16 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from selenium.webdriver.common.by import By
 
-from api_backend.app import create_app
 from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
-from tests.support import live_server, make_account, make_site
-from tests.test_dashboard_frame_data import load_demo
+from tests.dashboard_data import load_demo
+from tests.support import make_account, make_site
 
 MESSAGE = "Cannot read properties of undefined (reading 'price')"
 STACK = "TypeError: Cannot read properties of undefined\n    at total (https://shop.example.com/app.js:12:7)"
-
-
-@pytest.fixture
-def api_base(settings, services):
-    with live_server(create_app(settings, services)) as base:
-        yield base
 
 
 def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, api_base, output_dir):

@@ -8,30 +8,15 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from selenium.webdriver.common.by import By
 
-from api_backend.app import create_app
 from api_backend.store.events import EVENT_TYPES, rows_to_table
 from dashboard.app import create_dashboard
 from dashboard.components.usage import USAGE_CATEGORIES
-from tests.support import PASSWORD, live_server, make_account
+from tests.dashboard_support import sign_in
+from tests.support import make_account
 
 FIRST, LAST = date(2026, 4, 1), date(2026, 4, 5)
-
-
-@pytest.fixture
-def api_base(settings, services):
-    with live_server(create_app(settings, services)) as base:
-        yield base
-
-
-def sign_in(dash_duo, email: str) -> None:
-    dash_duo.wait_for_element("#login-email", timeout=10)
-    dash_duo.find_element("#login-email").send_keys(email)
-    dash_duo.find_element("#login-password").send_keys(PASSWORD)
-    dash_duo.find_element("#login-submit").click()
-    dash_duo.wait_for_element("#sites-list", timeout=10)
 
 
 def wait_until(predicate, timeout: float = 10.0):

@@ -15,7 +15,7 @@ from dash import dcc, html
 
 from dashboard import ids
 from dashboard.components.common import app_href, format_change, format_duration, format_number, format_percent
-from dashboard.state import FILTER_PARAMETERS, FILTER_TYPES, PRESETS, ViewState, today_in
+from dashboard.state import PRESETS, ViewState, today_in
 
 __all__ = [
     "COMMON_ZONES",
@@ -303,13 +303,13 @@ def filter_builder() -> html.Div:
         [
             dcc.Dropdown(
                 id=ids.FILTER_PARAMETER,
-                options=[{"label": PARAMETER_LABELS[p], "value": p} for p in FILTER_PARAMETERS],
+                options=[{"label": label, "value": p} for p, label in PARAMETER_LABELS.items()],
                 placeholder="Filter by…",
                 className="filter-parameter",
             ),
             dcc.Dropdown(
                 id=ids.FILTER_TYPE,
-                options=[{"label": TYPE_LABELS[t], "value": t} for t in FILTER_TYPES],
+                options=[{"label": label, "value": t} for t, label in TYPE_LABELS.items()],
                 value="equals",
                 clearable=False,
                 className="filter-type",
