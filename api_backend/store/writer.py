@@ -75,17 +75,29 @@ class BatchWriter:
 
     def _run(self) -> None:
         while (batch := self._take()) is not None:
-            tables = [rows if isinstance(rows, pa.Table) else rows_to_table(rows) for rows, _ in batch]
+            self._commit(batch)
+
+    def _commit(self, batch: list[tuple[pa.Table | Sequence[Mapping[str, Any]], Future[int]]]) -> None:
+        """Commit one batch; a submission that cannot be converted fails alone, a failed commit fails them all."""
+        parts: list[tuple[pa.Table, Future[int]]] = []
+        for rows, future in batch:
             try:
-                table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-                self._store.append(table)
-            except Exception as exc:  # every waiting request must hear about the failure
-                log.exception("event batch of %d rows failed to commit", sum(t.num_rows for t in tables))
-                for _, future in batch:
-                    future.set_exception(exc)
-                continue
-            for (_, future), part in zip(batch, tables, strict=True):
-                future.set_result(part.num_rows)
+                parts.append((rows if isinstance(rows, pa.Table) else rows_to_table(rows), future))
+            except Exception as exc:
+                log.exception("a submission of events could not be converted to the event schema")
+                future.set_exception(exc)
+        if not parts:
+            return
+        try:
+            tables = [table for table, _ in parts]
+            self._store.append(tables[0] if len(tables) == 1 else pa.concat_tables(tables))
+        except Exception as exc:  # every waiting request must hear about the failure
+            log.exception("event batch of %d rows failed to commit", sum(t.num_rows for t, _ in parts))
+            for _, future in parts:
+                future.set_exception(exc)
+            return
+        for table, future in parts:
+            future.set_result(table.num_rows)
 
     def close(self) -> None:
         """Commit what is queued, then stop the thread."""
