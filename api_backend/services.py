@@ -39,7 +39,7 @@ def open_services(settings: Settings) -> Services:
     if not settings.events_url.startswith("duckdb://"):
         raise ValueError(f"unsupported events URL {settings.events_url!r}")
     metadata = MetadataStore(settings.database_url)
-    events = DuckDBEventStore(settings.events_path)
+    events = DuckDBEventStore(settings.events_path, memory_limit=settings.duckdb_memory_limit)
     writer = BatchWriter(events, linger=settings.commit_interval_ms / 1000)
     services = Services(settings=settings, metadata=metadata, events=events, writer=writer)
     from api_backend.ingest.pipeline import Ingestor  # imported here: the ingest package imports the stores

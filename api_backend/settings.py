@@ -9,6 +9,7 @@ The README's settings table is checked against ``SETTINGS`` by the test suite.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -66,6 +67,12 @@ def _parse_secret(raw: str) -> str:
     if raw and len(raw) < 16:
         raise SettingsError("must be at least 16 characters long")
     return raw
+
+
+def _parse_memory(raw: str) -> str:
+    if not re.fullmatch(r"\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", raw.strip(), flags=re.IGNORECASE):
+        raise SettingsError("must be a size such as 512MB or 1GB")
+    return raw.strip()
 
 
 def _parse_bool(raw: str) -> bool:
@@ -131,6 +138,12 @@ SETTINGS: tuple[Setting, ...] = (
         "5",
         "Longest time (ms) an ingested event waits for its group commit; acknowledged events are durable.",
     ),
+    Setting(
+        "duckdb_memory_limit",
+        _parse_memory,
+        "1GB",
+        "Memory DuckDB may use for queries before it spills to disk (keeps the server's footprint bounded).",
+    ),
     Setting("login_token_days", _parse_positive_int, "30", "Days a dashboard sign-in token stays valid."),
     Setting(
         "trust_proxy",
@@ -154,6 +167,7 @@ class Settings:
     api_url: str = ""
     geoip_mmdb: str = ""
     commit_interval_ms: int = 5
+    duckdb_memory_limit: str = "1GB"
     login_token_days: int = 30
     trust_proxy: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)

@@ -87,3 +87,16 @@ def test_organizations_list_roles(client, owner, site, services):
     body = client.get("/api/organizations", headers=owner.headers).json()
     assert body["data"][0]["id"] == site.organization_id and body["data"][0]["role"] == "owner"
     assert client.get("/api/organizations").status_code == 401
+
+
+def test_api_key_use_is_recorded_without_a_write_per_request(client, owner, services):
+    with services.metadata.session() as s:
+        stored = s.query(ApiKey).filter_by(key_hash=hash_token(owner.api_key)).one()
+        stored.last_used_at = None
+    client.get("/api/organizations", headers=owner.headers)
+    with services.metadata.session() as s:
+        first = s.query(ApiKey).filter_by(key_hash=hash_token(owner.api_key)).one().last_used_at
+    client.get("/api/organizations", headers=owner.headers)
+    with services.metadata.session() as s:
+        second = s.query(ApiKey).filter_by(key_hash=hash_token(owner.api_key)).one().last_used_at
+    assert first is not None and second == first

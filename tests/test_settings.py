@@ -46,6 +46,7 @@ def test_environment_variables_are_read(tmp_path):
         ("SITELENS_API_URL", "ftp://x"),
         ("SITELENS_GEOIP_MMDB", "/no/such/file.mmdb"),
         ("SITELENS_TRUST_PROXY", "maybe"),
+        ("SITELENS_DUCKDB_MEMORY_LIMIT", "lots"),
         ("SITELENS_NO_SUCH_SETTING", "1"),
     ],
 )

@@ -41,6 +41,8 @@ from api_backend.store.models import (
 
 __all__ = ["MetadataStore", "engine_url"]
 
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
@@ -180,7 +182,11 @@ class MetadataStore:
             key = s.scalar(select(ApiKey).where(ApiKey.key_hash == hash_token(raw)))
             if key is None:
                 return None
-            key.last_used_at = utcnow()
+            now = utcnow()
+            # Record use at minute resolution: a write transaction on every authenticated request would cost more
+            # than the request itself.
+            if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
+                key.last_used_at = now
             return s.get(User, key.user_id)
 
     # Organizations -----------------------------------------------------------------------------
