@@ -13,6 +13,7 @@ from tests.support import make_account, make_site
 class World:
     site_id: int
     public_site_id: int
+    goals: dict[int, int]
     org_id: str
     private_key: str
     headers: dict[str, dict[str, str]]
@@ -32,9 +33,14 @@ def world(services) -> World:
     services.metadata.add_member(site.organization_id, member.user.id, "member")
     make_site(services, outsider, "elsewhere.test")
     key = services.metadata.set_private_link_key(site.site_id, True)
+    goals = {
+        s.site_id: services.metadata.create_goal(s.site_id, "Pricing", "path", {"pathPattern": "/pricing"}).goal_id
+        for s in (site, public_site)
+    }
     return World(
         site_id=site.site_id,
         public_site_id=public_site.site_id,
+        goals=goals,
         org_id=site.organization_id,
         private_key=key,
         headers={
@@ -52,6 +58,34 @@ def world(services) -> World:
 # (name, method, path template, json body, level). {site} is the target site, {org} its organization.
 ACTIONS = [
     ("get_site", "GET", "/api/sites/{site}", None, "read"),
+    ("goals_list", "GET", "/api/sites/{site}/goals", None, "read"),
+    ("goal_sessions", "GET", "/api/sites/{site}/goals/{goal}/sessions", None, "read"),
+    ("error_names", "GET", "/api/sites/{site}/error-names", None, "read"),
+    ("metric", "GET", "/api/sites/{site}/metric?parameter=channel", None, "read"),
+    ("overview", "GET", "/api/sites/{site}/overview", None, "read"),
+    (
+        "funnel",
+        "POST",
+        "/api/sites/{site}/funnels/analyze",
+        {"steps": [{"type": "page", "value": "/"}, {"type": "page", "value": "/pricing"}]},
+        "read",
+    ),
+    (
+        "create_goal",
+        "POST",
+        "/api/sites/{site}/goals",
+        {"name": "Docs", "goalType": "path", "config": {"pathPattern": "/docs/**"}},
+        "member",
+    ),
+    (
+        "update_goal",
+        "PUT",
+        "/api/sites/{site}/goals/{goal}",
+        {"name": "Docs", "goalType": "path", "config": {"pathPattern": "/docs/*"}},
+        "member",
+    ),
+    ("delete_goal", "DELETE", "/api/sites/{site}/goals/{goal}", None, "member"),
+    ("org_usage", "GET", "/api/org-event-count/{org}", None, "member"),
     ("excluded_ips", "GET", "/api/sites/{site}/excluded-ips", None, "member"),
     ("excluded_countries", "GET", "/api/sites/{site}/excluded-countries", None, "member"),
     ("list_org_sites", "GET", "/api/organizations/{org}/sites", None, "member"),
@@ -105,12 +139,12 @@ CODES = {200: None, 401: "AUTHENTICATION_REQUIRED", 403: "FORBIDDEN", 404: "NOT_
 @pytest.mark.parametrize(("name", "method", "path", "body", "level"), ACTIONS, ids=[a[0] for a in ACTIONS])
 def test_role_matrix(client, world, caller, name, method, path, body, level):
     site = world.public_site_id if caller == "public" else world.site_id
-    url = path.format(site=site, org=world.org_id)
+    url = path.format(site=site, org=world.org_id, goal=world.goals[site])
     if caller == "public" and "{org}" in path:
         pytest.skip("organization routes have no public form")
     response = client.request(method, url, json=body, headers=world.headers[caller])
     expected = EXPECTED[level][caller]
-    if expected == 200 and name == "create_site":
+    if expected == 200 and name in ("create_site", "create_goal"):
         expected = 201
     assert response.status_code == expected, response.text
     if expected >= 400:
