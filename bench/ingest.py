@@ -144,6 +144,18 @@ def run_ingestion(
         out["ceiling"] = _summary(ceiling)
         log(f"    {out['ceiling']['requests_per_s']:,.0f} req/s")
 
+        # A second, stricter reference: the CORS preflight of /api/track, answered 204 by the outermost middleware
+        # (HTTP parsing and the ASGI stack only, no routing, no store): what the HTTP layer alone can do.
+        preflight = [build_request("OPTIONS", "/api/track", host, headers={"Origin": "https://" + account.domain})]
+        log(f"  ingestion: HTTP-layer ceiling OPTIONS /api/track, {connections} connections, {duration:.0f} s")
+        with server.sampler.block(rss, "http_ceiling"):
+            http_ceiling = run_load(
+                "127.0.0.1", server.port, preflight, connections=connections, warmup=warmup, duration=duration,
+                ok_status=(204,),
+            )  # fmt: skip
+        out["http_ceiling"] = _summary(http_ceiling)
+        log(f"    {out['http_ceiling']['requests_per_s']:,.0f} req/s")
+
         log(f"  ingestion: POST /api/track single events, {connections} connections, {duration:.0f} s")
         single = _single_requests(host, account.site_id, account.domain)
         with server.sampler.block(rss, "single"):
@@ -176,6 +188,7 @@ def run_ingestion(
 
         # Everything acknowledged must be stored: count the rows through the API's own store afterwards.
         out["ratio_single_to_ceiling"] = out["single"]["requests_per_s"] / out["ceiling"]["requests_per_s"]
+        out["ratio_single_to_http_ceiling"] = out["single"]["requests_per_s"] / out["http_ceiling"]["requests_per_s"]
         response = httpx.get(
             f"{server.api_url}/org-event-count/{account.organization_id}", headers=account.headers, timeout=60
         )

@@ -74,6 +74,7 @@ async def _connection(
     stop_at: float,
     count: Callable[[bytes], int] | None,
     result: LoadResult,
+    ok_status: tuple[int, ...],
 ) -> None:
     reader, writer = await asyncio.open_connection(host, port)
     i = offset
@@ -96,7 +97,7 @@ async def _connection(
                 continue  # warm-up, or finished after the measured period
             result.requests += 1
             result.statuses[status] = result.statuses.get(status, 0) + 1
-            if status == 200:
+            if status in ok_status:
                 result.ok += 1
                 result.latencies.append(done - sent)
                 result.units += count(body) if count else 1
@@ -112,13 +113,17 @@ async def _run(
     warmup: float,
     duration: float,
     count: Callable[[bytes], int] | None,
+    ok_status: tuple[int, ...],
 ) -> LoadResult:
     result = LoadResult(duration=duration)
     now = time.perf_counter()
     start_at, stop_at = now + warmup, now + warmup + duration
     step = max(1, len(requests) // max(connections, 1))
     await asyncio.gather(
-        *(_connection(host, port, requests, c * step, start_at, stop_at, count, result) for c in range(connections))
+        *(
+            _connection(host, port, requests, c * step, start_at, stop_at, count, result, ok_status)
+            for c in range(connections)
+        )
     )
     return result
 
@@ -132,10 +137,11 @@ def run_load(
     warmup: float,
     duration: float,
     count: Callable[[bytes], int] | None = None,
+    ok_status: tuple[int, ...] = (200,),
 ) -> LoadResult:
     """Drive ``connections`` keep-alive connections for ``warmup + duration`` seconds; measure the last ``duration``.
 
-    Requests are taken round-robin from ``requests``; only 200 responses count as done, and ``count(body)`` (default
-    1) says how many units (events) a 200 response stands for.
+    Requests are taken round-robin from ``requests``; only ``ok_status`` responses (200) count as done, and
+    ``count(body)`` (default 1) says how many units (events) such a response stands for.
     """
-    return asyncio.run(_run(host, port, requests, connections, warmup, duration, count))
+    return asyncio.run(_run(host, port, requests, connections, warmup, duration, count, ok_status))

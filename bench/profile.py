@@ -12,6 +12,7 @@ the functions with the most samples on top of the stack (own time) and anywhere 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import threading
@@ -79,6 +80,7 @@ def _api_key(data_dir: Path) -> tuple[str, int]:
 def profile_ingest(work: Path, mode: str, seconds: float) -> Path:
     """Profile one ingestion scenario on a fresh server."""
     data_dir = work / f"profile-ingest-{mode}"
+    shutil.rmtree(data_dir, ignore_errors=True)
     account = create_account(data_dir)
     out = work / f"profile-ingest-{mode}.txt"
     with ServerProcess(data_dir) as server:

@@ -97,7 +97,22 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
             )
         )
         ratio = ing["ratio_single_to_ceiling"]
-        out.append(("single-event throughput >= 0.5 x no-op ceiling", f"{ratio:.2f} x", ratio >= 0.5))
+        out.append(
+            (
+                f"single-event throughput >= 0.5 x no-op ceiling (`{ing['ceiling_route']}`)",
+                f"{ratio:.2f} x",
+                ratio >= 0.5,
+            )
+        )
+        if "ratio_single_to_http_ceiling" in ing:
+            ratio = ing["ratio_single_to_http_ceiling"]
+            out.append(
+                (
+                    "single-event throughput >= 0.5 x HTTP-layer ceiling (`OPTIONS /api/track`, stricter)",
+                    f"{ratio:.2f} x",
+                    ratio >= 0.5,
+                )
+            )
     size = _largest(results)
     if size:
         label = f"{size['events']:,} events"
@@ -158,16 +173,19 @@ def _ingestion(ing: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     names = {
+        "http_ceiling": "HTTP-layer ceiling: `OPTIONS /api/track` (204 from the CORS middleware; reference)",
         "ceiling": f"ceiling: `{ing['ceiling_route']}` (reference)",
         "single": "`POST /api/track`, one event per request",
         "batch": f"`POST /api/track/batch`, {ing['batch_size']} events per request",
     }
-    for key in ("ceiling", "single", "batch"):
+    for key in ("http_ceiling", "ceiling", "single", "batch"):
+        if key not in ing:
+            continue
         s = ing[key]
         conns = ing["batch_connections"] if key == "batch" else ing["connections"]
         non_ok = s["requests"] - s["ok_responses"] + s.get("connection_errors", 0)
         events = "-" if key == "ceiling" else f"{s['events_per_s']:,.0f}"
-        vs = "1.00" if key == "ceiling" else (f"{s['requests_per_s'] / ceiling:.2f}" if key == "single" else "-")
+        vs = f"{s['requests_per_s'] / ceiling:.2f}" if key in ("single", "http_ceiling", "ceiling") else "-"
         rows.append(
             f"| {names[key]} | {conns} | {events} | {s['requests_per_s']:,.0f} | {s['latency_p50_ms']:.1f} ms "
             f"| {s['latency_p99_ms']:.1f} ms | {vs} | {non_ok} | {_mb(ing['peak_rss_bytes'].get(key))} |"
@@ -247,8 +265,10 @@ def render_markdown(results: dict[str, Any]) -> str:
             "`tracked: false` would not count as ingested; batches count `accepted`). Single events look like the "
             "browser tracker (no key, varied user agents); batches like a server-side import (API key, "
             "`ip_address`, `user_agent`). "
-            f"The ceiling is `{ing['ceiling_route']}` on the same server with the same 32 connections: the cheapest "
-            "200 route there is (it still runs `SELECT 1` on both stores).",
+            f"The ceiling is `{ing['ceiling_route']}` on the same server with the same 32 connections (a sync route: a "
+            "thread hop and `SELECT 1` on both stores, so it is not free); the stricter HTTP-layer ceiling is the CORS "
+            "preflight `OPTIONS /api/track`, answered 204 by the outermost middleware without routing or stores. "
+            '"vs ceiling" divides requests/s by the `GET /api/health` figure.',
             "",
         ]
         lines += _ingestion(ing)

@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from api_backend.query.filters import SESSION_CHANNEL
-from api_backend.query.goals import GoalSpec, build_goal_sessions_query, build_goals_query, goal_condition
+from api_backend.query.goals import (
+    GoalSpec,
+    build_goal_breakdown_query,
+    build_goal_sessions_query,
+    build_goals_query,
+    goal_condition,
+)
+from api_backend.query.metric import build_metric_query
+from api_backend.query.overview import build_overview_query
 from api_backend.query.scope import Scope, window_condition
 from api_backend.query.sql import DUCKDB, Params, Query, json_path
 from api_backend.query.usage import build_usage_query
@@ -194,6 +202,65 @@ def _usage_canon(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return [(str(r["day"]), int(r["event_count"])) for r in rows]
 
 
+# -- 4. pre-aggregation: a sessions table ---------------------------------------------------------------------------
+
+ROLLUP_SQL = f"""CREATE OR REPLACE TABLE sessions AS
+SELECT site_id, session_id, min(timestamp) AS session_start, max(timestamp) AS session_end,
+  {SESSION_CHANNEL} AS channel,
+  count(*) FILTER (WHERE type = 'pageview') AS pageviews,
+  coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''),
+           arg_max(user_id, timestamp)) AS uid,
+  list_distinct(list(event_name) FILTER (WHERE type = 'custom_event')) AS event_names
+FROM events GROUP BY site_id, session_id"""
+
+
+def _session_window(case: Case, p: Params) -> str:
+    w = case.scope.window
+    return (
+        f"site_id = {p.add(case.scope.site_ids[0])} AND session_start >= {p.add(w.start)} "
+        f"AND session_start < {p.add(w.end)}"
+    )
+
+
+def metric_channel_rollup(case: Case) -> Query:
+    """Sessions per channel from the sessions table."""
+    p = Params()
+    sql = f"SELECT channel AS value, count(*) AS count FROM sessions WHERE {_session_window(case, p)} GROUP BY 1"
+    return p.query(sql)
+
+
+def overview_rollup(case: Case) -> Query:
+    """The overview numbers from the sessions table."""
+    p = Params()
+    sql = f"""SELECT count(*) AS sessions, coalesce(sum(pageviews), 0) AS pageviews, count(DISTINCT uid) AS users,
+  avg(pageviews) AS pages_per_session, avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate,
+  avg(epoch_ms(session_end) / 1000.0 - epoch_ms(session_start) / 1000.0) AS session_duration
+FROM sessions WHERE {_session_window(case, p)}"""
+    return p.query(sql)
+
+
+def breakdown_rollup(case: Case) -> Query:
+    """Sessions and conversions of the signup event goal per channel, from the sessions table."""
+    p = Params()
+    goal = p.add("signup")
+    sql = f"""SELECT channel AS value, count(*) AS sessions,
+  count(*) FILTER (WHERE list_contains(event_names, {goal})) AS conversions
+FROM sessions WHERE {_session_window(case, p)} GROUP BY 1"""
+    return p.query(sql)
+
+
+def _metric_canon(rows: list[dict[str, Any]]) -> dict[str, int]:
+    return {str(r["value"]): int(r["count"]) for r in rows if r.get("value") is not None and r.get("count") is not None}
+
+
+def _overview_canon(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {k: round(float(v), 3) for k, v in rows[0].items()}
+
+
+def _breakdown_canon(rows: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    return {str(r["value"]): (int(r["sessions"]), int(r["conversions"])) for r in rows if r.get("value") is not None}
+
+
 # -- the catalogue --------------------------------------------------------------------------------------------------
 
 
@@ -220,6 +287,13 @@ def _sessions_spec(_case: Case) -> GoalSpec:
     goal_type, config = name_to_type[SESSIONS_GOAL]
     return GoalSpec(0, goal_type, config)
 
+
+_ROLLUP_FIX = (
+    "A sessions table (one row per session: start, end, channel, pageviews, user, distinct custom event names), "
+    "maintained at ingest or refreshed for closed sessions, so session-level questions scan sessions instead of "
+    "events. Same numbers when the window holds whole sessions (here: all 30 days)."
+)
+_SIGNUP = GoalSpec(0, "event", {"eventName": "signup"})
 
 REWRITES: tuple[Rewrite, ...] = (
     Rewrite(
@@ -263,10 +337,36 @@ REWRITES: tuple[Rewrite, ...] = (
         usage_after,
         _usage_canon,
     ),
+    Rewrite(
+        "metric by channel from a sessions table",
+        "GET /sites/:site/metric?parameter=channel",
+        _ROLLUP_FIX,
+        lambda c: build_metric_query(c.scope, "channel", 1000, 0, d),
+        metric_channel_rollup,
+        _metric_canon,
+    ),
+    Rewrite(
+        "overview from a sessions table",
+        "GET /sites/:site/overview",
+        _ROLLUP_FIX,
+        lambda c: build_overview_query(c.scope, d),
+        overview_rollup,
+        _overview_canon,
+    ),
+    Rewrite(
+        "goal breakdown by channel from a sessions table (the channel recipe in one query)",
+        "GET /sites/:site/goals/:goal/breakdown?parameter=channel",
+        _ROLLUP_FIX,
+        lambda c: build_goal_breakdown_query(c.scope, _SIGNUP, "channel", d),
+        breakdown_rollup,
+        _breakdown_canon,
+    ),
 )
 
 
-def run_rewrites(data_dir: Path, runs: int = 5, log: Callable[[str], None] = print) -> dict[str, Any]:
+def run_rewrites(
+    data_dir: Path, runs: int = 5, log: Callable[[str], None] = print, only: set[str] | None = None
+) -> dict[str, Any]:
     """Time each rewrite against the current query on a copy of the data dir's event file."""
     source = data_dir / "events.duckdb"
     copy = data_dir.parent / f"rewrites-{data_dir.name}.duckdb"
@@ -280,7 +380,14 @@ def run_rewrites(data_dir: Path, runs: int = 5, log: Callable[[str], None] = pri
     case = Case(store, scope, specs, channel="Organic Search", start_date=start, end_date=end)
     out: dict[str, Any] = {"events": store.count(), "runs": runs, "cases": {}}
     try:
+        started = time.perf_counter()
+        store.query(ROLLUP_SQL)
+        out["rollup_build_seconds"] = time.perf_counter() - started
+        out["rollup_sessions"] = int(store.query("SELECT count(*) FROM sessions")[0][0])
+        log(f"  sessions table: {out['rollup_sessions']:,} sessions built in {out['rollup_build_seconds']:.1f} s")
         for rewrite in REWRITES:
+            if only and rewrite.name not in only:
+                continue
             before_q, after_q = rewrite.before(case), rewrite.after(case)
             same = rewrite.canon(case.run(before_q)) == rewrite.canon(case.run(after_q))
             times: dict[str, list[float]] = {"before": [], "after": []}
@@ -316,11 +423,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.rewrites", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True, help="a data dir kept by `python -m bench --keep-data`")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", help="comma-separated rewrite names (default: all)")
     args = parser.parse_args(argv)
-    result = run_rewrites(args.data_dir.resolve(), args.runs)
+    only = {n.strip() for n in args.only.split(",")} if args.only else None
+    result = run_rewrites(args.data_dir.resolve(), args.runs, only=only)
     result["date"] = stamp()
     result["command"] = "python -m bench.rewrites " + " ".join(argv if argv is not None else sys.argv[1:])
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    previous = results.get("rewrites", {}).get("cases", {}) if only else {}
+    result["cases"] = {**previous, **result["cases"]}
     results["rewrites"] = result
     RESULTS.write_text(json.dumps(results, indent=1, default=str) + "\n")
     MARKDOWN.write_text(render_markdown(results))
