@@ -112,8 +112,14 @@ def _path_match(pattern: str, d: Dialect, p: Params) -> str:
 def goal_condition(
     goal_type: str, config: Mapping[str, Any], d: Dialect, p: Params, hostname: str | None = None
 ) -> str:
-    """A per-event SQL condition true for events that complete the goal (or funnel step)."""
+    """A per-event SQL condition true for events that complete the goal (or funnel step).
+
+    Tests on ``props`` (JSON parsing, value patterns) sit behind a ``CASE`` on the cheap column tests, so
+    they run only on the rows of that event type and name: an engine evaluates both sides of a plain ``AND``
+    inside an aggregate's argument, which would parse the JSON of every row of the window.
+    """
     parts: list[str] = []
+    costly: list[str] = []
     if goal_type == "path":
         parts += ["type = 'pageview'", _path_match(config["pathPattern"], d, p)]
     elif goal_type == "event":
@@ -126,12 +132,16 @@ def goal_condition(
             fields = [
                 d.regex_full(d.json_string("props", p.add(json_path(f))), regex) for f in _VALUE_FIELDS[goal_type]
             ]
-            parts.append(fields[0] if len(fields) == 1 else "(" + " OR ".join(fields) + ")")
+            costly.append(fields[0] if len(fields) == 1 else "(" + " OR ".join(fields) + ")")
     if goal_type != "path":
-        parts += [_property_condition(k, v, d, p) for k, v in _property_filters(config)]
+        costly += [_property_condition(k, v, d, p) for k, v in _property_filters(config)]
     if hostname:
         parts.append(f"hostname = {p.add(hostname)}")
-    return "(" + " AND ".join(parts) + ")"
+    cheap = " AND ".join(parts)
+    if not costly:
+        return f"({cheap})"
+    # Every costly test is NULL-free (coalesced), so the CASE is exactly ``cheap AND costly``.
+    return f"(CASE WHEN {cheap} THEN {' AND '.join(costly)} ELSE false END)"
 
 
 def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
