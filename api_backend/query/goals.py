@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api_backend.query.filters import SESSION_CHANNEL, SESSION_PARAMETERS, session_value
+from api_backend.query.filters import SESSION_CHANNEL, SESSION_PARAMETERS, Filter, compare, session_value
 from api_backend.query.metric import keeps_empty_value, session_values_sql
-from api_backend.query.scope import Scope, opening, qualified_rows, session_groups
+from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Dialect, Params, Query, json_path
 
 __all__ = [
@@ -29,6 +29,8 @@ __all__ = [
     "build_goal_breakdown_query",
     "build_goal_sessions_query",
     "build_goals_query",
+    "build_goals_rollup_query",
+    "build_matching_values_query",
     "goal_condition",
     "path_pattern_regex",
     "value_pattern_regex",
@@ -161,6 +163,38 @@ def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Qu
     sql = f"""{start}per AS MATERIALIZED ({session_groups(scope, "", d, p)}),
 hits AS (SELECT session_id{flags} {rows} GROUP BY session_id)
 SELECT (SELECT count(*) FROM per) AS sessions{counts} FROM hits"""
+    return p.query(sql)
+
+
+def build_goals_rollup_query(scope: Scope, goals: Sequence[GoalSpec], parameter: str, limit: int, d: Dialect) -> Query:
+    """Rows ``(value, sessions, g0, g1, ...)``: the unfiltered goals list per session value of ``parameter``.
+
+    ``value`` is the session's one value of the session-level ``parameter`` (``session_value``), so the goals list
+    under any filters on that parameter alone is the sum of the rows whose value passes them (see
+    ``build_matching_values_query``). At most ``limit`` rows, largest first: a caller asking for ``limit - 1``
+    groups learns from a full answer that the parameter has too many values to be worth keeping.
+    """
+    p = Params()
+    where = window_condition(scope.site_ids, scope.window, p)
+    conditions = [goal_condition(g.goal_type, g.config, d, p) for g in goals]
+    flags = "".join(f", bool_or({c}) AS g{i}" for i, c in enumerate(conditions))
+    counts = "".join(f", count(*) FILTER (WHERE g{i}) AS g{i}" for i in range(len(goals)))
+    sql = f"""WITH per AS (SELECT session_id, {session_value(parameter, d, p)} AS value{flags}
+             FROM events WHERE {where} GROUP BY session_id)
+SELECT value, count(*) AS sessions{counts} FROM per GROUP BY value ORDER BY sessions DESC, value LIMIT {p.add(limit)}"""
+    return p.query(sql)
+
+
+def build_matching_values_query(values: Sequence[str], filters: Sequence[Filter], d: Dialect) -> Query:
+    """Rows ``(value)``: those of ``values`` (session values of one parameter) that pass every filter.
+
+    The filters are the same ``compare`` tests ``session_condition`` applies to ``session_value``, here applied
+    to the already computed values, so a session qualifies here exactly when it does in a ``HAVING``.
+    """
+    p = Params()
+    value_list = p.add(list(values))
+    tests = " AND ".join(compare("value", f.type, f.values, d, p) for f in filters) or "true"
+    sql = f"SELECT value FROM (SELECT unnest(CAST({value_list} AS VARCHAR[])) AS value) WHERE {tests}"
     return p.query(sql)
 
 

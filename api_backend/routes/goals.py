@@ -19,6 +19,7 @@ from api_backend.query.goals import (
     build_goals_query,
 )
 from api_backend.query.paging import parse_page
+from api_backend.query.rollups import GoalsRollupCache, goals_counts_from_rollup
 from api_backend.routes.read_params import ReadQuery, dialect_of, run_query
 from api_backend.services import Services
 from api_backend.store.models import Goal
@@ -81,7 +82,12 @@ def list_goals(
     }
     if not goals:
         return {"data": [], "meta": meta}
-    row = run_query(services, build_goals_query(scope, [_spec(g) for g in goals], dialect_of(services)))[0]
+    specs, dialect = [_spec(g) for g in goals], dialect_of(services)
+    cache = services.extras.setdefault("goals_rollups", GoalsRollupCache())
+    # Filtered on one session-level parameter (the channel recipe): a sum over the cached per-value rollup.
+    row = goals_counts_from_rollup(cache, scope, specs, lambda q: run_query(services, q), dialect)
+    if row is None:
+        row = run_query(services, build_goals_query(scope, specs, dialect))[0]
     sessions = int(row["sessions"])
     conversions = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
     return {"data": [goal_json(g, conversions, sessions) for g in goals], "meta": meta}

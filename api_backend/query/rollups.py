@@ -1,0 +1,148 @@
+"""A short-lived cache of the goals list per session value, so filtered goals lists reuse one scan.
+
+The channel recipe of ``api-spec.md`` asks for the goals list once per channel (``filters=[channel equals X]``):
+each of those calls would scan every event of the window. One grouping per (site, window, goals, parameter)
+gives sessions and conversions per session value; every filtered call on that parameter is then the sum of
+the values passing its filters (``build_matching_values_query``), a query over a few values instead of the
+events.
+
+This is the one stateful module of the query package. Entries live ``TTL_SECONDS`` at most and are keyed on
+the event table's row count, read before each lookup: any committed append or delete changes the count, so a
+read after an acknowledged write never sees an entry computed before that write (``count(*)`` of a DuckDB
+table is answered from its metadata, well under a millisecond). Concurrent requests for the same missing
+entry share one computation.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from api_backend.query.goals import GoalSpec, build_goals_rollup_query, build_matching_values_query
+from api_backend.query.scope import Scope
+from api_backend.query.sql import Dialect, Query
+
+__all__ = ["ROLLUP_PARAMETERS", "GoalsRollupCache", "goals_counts_from_rollup"]
+
+# Session-level parameters with few distinct values per site, for which a per-value rollup is small.
+ROLLUP_PARAMETERS = frozenset(
+    {
+        "channel",
+        "device_type",
+        "browser",
+        "browser_version",
+        "operating_system",
+        "operating_system_version",
+        "language",
+        "country",
+        "hostname",
+        "utm_source",
+        "utm_medium",
+        "utm_campaign",
+    }
+)
+MAX_VALUES = 5_000  # more session values than this: not worth keeping, answer with the plain query
+TTL_SECONDS = 60.0
+MAX_ENTRIES = 32
+
+Runner = Callable[[Query], list[dict[str, Any]]]
+Rollup = tuple[tuple[str, int, tuple[int, ...]], ...]  # (value, sessions, conversions per goal)
+
+
+def rollup_parameter(scope: Scope) -> str | None:
+    """The one parameter every filter of ``scope`` tests, when a rollup can answer it; else ``None``."""
+    if not scope.filters or scope.row_filters:
+        return None
+    parameters = {f.parameter for f in scope.filters}
+    if len(parameters) != 1:
+        return None
+    (parameter,) = parameters
+    return parameter if parameter in ROLLUP_PARAMETERS else None
+
+
+def _goal_key(goal: GoalSpec) -> tuple[str, str]:
+    return goal.goal_type, repr(sorted(goal.config.items(), key=lambda item: item[0]))
+
+
+class GoalsRollupCache:
+    """Per-value goal rollups of (sites, window, goals, parameter), valid while the event table is unchanged."""
+
+    def __init__(self, ttl: float = TTL_SECONDS, max_entries: int = MAX_ENTRIES) -> None:
+        self._ttl = ttl
+        self._max_entries = max_entries
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[Any, ...], tuple[float, Future[Rollup | None]]] = OrderedDict()
+
+    def rollup(
+        self, scope: Scope, goals: Sequence[GoalSpec], parameter: str, version: int, run: Runner, d: Dialect
+    ) -> Rollup | None:
+        """The rollup for this key (computed at most once while fresh); ``None`` when it has too many values."""
+        w = scope.window
+        key = (
+            scope.site_ids,
+            w.start,
+            w.end,
+            w.include_start,
+            w.include_end,
+            tuple(_goal_key(g) for g in goals),
+            parameter,
+            version,
+        )
+        now = time.monotonic()
+        with self._lock:
+            for stale in [k for k, (at, _) in self._entries.items() if now - at > self._ttl]:
+                del self._entries[stale]
+            entry = self._entries.get(key)
+            owner = entry is None
+            if owner:
+                future: Future[Rollup | None] = Future()
+                self._entries[key] = (now, future)
+                while len(self._entries) > self._max_entries:
+                    self._entries.popitem(last=False)
+            else:
+                future = entry[1]
+                self._entries.move_to_end(key)
+        if not owner:
+            return future.result()
+        try:
+            rows = run(build_goals_rollup_query(scope, goals, parameter, MAX_VALUES + 1, d))
+            result: Rollup | None = None
+            if len(rows) <= MAX_VALUES:
+                result = tuple(
+                    (r["value"], int(r["sessions"]), tuple(int(r[f"g{i}"]) for i in range(len(goals)))) for r in rows
+                )
+        except BaseException as exc:
+            # A failed computation is not cached: the next request tries again.
+            with self._lock:
+                if self._entries.get(key, (0.0, None))[1] is future:
+                    del self._entries[key]
+            future.set_exception(exc)
+            raise
+        future.set_result(result)
+        return result
+
+
+def goals_counts_from_rollup(
+    cache: GoalsRollupCache, scope: Scope, goals: Sequence[GoalSpec], run: Runner, d: Dialect
+) -> Mapping[str, int] | None:
+    """The goals list row (``sessions``, ``g0``, ...) answered from a rollup, or ``None`` when one cannot answer."""
+    parameter = rollup_parameter(scope)
+    if parameter is None or not goals:
+        return None
+    version = int(next(iter(run(Query("SELECT count(*) AS n FROM events"))[0].values())))
+    rollup = cache.rollup(scope, goals, parameter, version, run, d)
+    if rollup is None:
+        return None
+    values = [value for value, _, _ in rollup]
+    matching = {r["value"] for r in run(build_matching_values_query(values, scope.filters, d))} if values else set()
+    row = {"sessions": 0, **{f"g{i}": 0 for i in range(len(goals))}}
+    for value, sessions, conversions in rollup:
+        if value in matching:
+            row["sessions"] += sessions
+            for i, count in enumerate(conversions):
+                row[f"g{i}"] += count
+    return row
