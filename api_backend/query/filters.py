@@ -35,6 +35,7 @@ __all__ = [
     "FILTER_TYPES",
     "PARAMETERS",
     "SESSION_CHANNEL",
+    "SESSION_USER",
     "Filter",
     "compare",
     "parse_filters",
@@ -123,6 +124,13 @@ MAX_VALUES = 100
 SESSION_CHANNEL = (
     "arg_min(channel, epoch_us(timestamp) + "
     "CASE WHEN channel IN ('', 'Direct', 'Internal') THEN 100000000000000000 ELSE 0 END)"
+)
+
+# The session's user: its last identified id if it has one, else its last visitor id, in one aggregate keyed
+# like SESSION_CHANNEL (identified rows ranked after every anonymous one).
+SESSION_USER = (
+    "arg_max(CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END, epoch_us(timestamp) + "
+    "CASE WHEN identified_user_id <> '' THEN 100000000000000000 ELSE 0 END)"
 )
 
 # Row-level expression of each parameter (over one event); entry/exit pages exist only per session.
@@ -310,10 +318,7 @@ def session_value(parameter: str, d: Dialect, p: Params) -> str:
     if parameter == "exit_page":
         return "coalesce(arg_max(pathname, timestamp) FILTER (WHERE type = 'pageview'), '')"
     if parameter == "user_id":
-        return (
-            "coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''), "
-            "arg_max(user_id, timestamp))"
-        )
+        return SESSION_USER
     expr = row_expression(parameter, d, p)
     return f"coalesce(arg_min({expr}, timestamp) FILTER (WHERE {expr} <> ''), '')"
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api_backend.query.filters import SESSION_CHANNEL, SESSION_PARAMETERS, Filter, compare, session_value
+from api_backend.query.filters import SESSION_CHANNEL, SESSION_PARAMETERS, SESSION_USER, Filter, compare, session_value
 from api_backend.query.metric import keeps_empty_value, session_values_sql
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Dialect, Params, Query, json_path
@@ -236,8 +236,7 @@ page AS (SELECT session_id, row_number() OVER (ORDER BY session_end DESC, sessio
          ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)}),
 s AS (
   SELECT session_id,
-    coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''),
-             arg_max(user_id, timestamp)) AS user_id,
+    {SESSION_USER} AS user_id,
     {last_cols},
     {first_cols},
     arg_min(hostname, timestamp) AS hostname,

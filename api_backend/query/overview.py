@@ -7,6 +7,7 @@ NULL over no sessions.
 
 from __future__ import annotations
 
+from api_backend.query.filters import SESSION_USER
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups
 from api_backend.query.sql import Dialect, Params, Query
 from api_backend.query.zones import local_time
@@ -18,8 +19,7 @@ def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:
     columns = f""", min(timestamp) AS session_start,
     {d.epoch_seconds("max(timestamp)")} - {d.epoch_seconds("min(timestamp)")} AS duration,
     count(*) FILTER (WHERE type = 'pageview') AS pageviews,
-    coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''),
-             arg_max(user_id, timestamp)) AS uid"""
+    {SESSION_USER} AS uid"""
     return f"s AS MATERIALIZED ({session_groups(scope, columns, d, p)})"
 
 
