@@ -72,5 +72,12 @@ def new_private_link_key() -> str:
 
 
 def new_public_id(nbytes: int = 6) -> str:
-    """A random lowercase hex identifier."""
-    return secrets.token_hex(nbytes)
+    """A random lowercase hex identifier that is never all digits.
+
+    Site routes accept the integer ``siteId`` or the string ``id`` in the same place and tell them apart by
+    whether the value is all digits, so a string id must contain a letter.
+    """
+    while True:
+        candidate = secrets.token_hex(nbytes)
+        if not candidate.isdigit():
+            return candidate

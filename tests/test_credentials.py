@@ -100,3 +100,11 @@ def test_api_key_use_is_recorded_without_a_write_per_request(client, owner, serv
     with services.metadata.session() as s:
         second = s.query(ApiKey).filter_by(key_hash=hash_token(owner.api_key)).one().last_used_at
     assert first is not None and second == first
+
+
+def test_string_ids_are_never_mistaken_for_numeric_site_ids(monkeypatch):
+    from api_backend import security
+
+    draws = iter(["943944505519", "94394450551a"])
+    monkeypatch.setattr(security.secrets, "token_hex", lambda nbytes: next(draws))
+    assert security.new_public_id() == "94394450551a"
