@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from api_backend.query.sql import Dialect, Params
 from api_backend.query.window import Window
 
-__all__ = ["local_time", "offset_changes"]
+__all__ = ["constant_offset", "local_time", "offset_changes", "window_cover", "window_offsets"]
 
 _STEP = timedelta(hours=6)
 
@@ -57,14 +57,36 @@ def offset_changes(zone_name: str, start: datetime, end: datetime) -> tuple[int,
     return first, tuple(changes)
 
 
-def local_time(expr: str, window: Window, d: Dialect, p: Params) -> str:
-    """SQL for the wall-clock time in ``window.time_zone`` of the naive-UTC timestamp ``expr``."""
+def window_cover(window: Window) -> tuple[datetime, datetime] | None:
+    """The naive-UTC range (whole days around a bounded window) whose offsets are looked up; ``None`` if unbounded."""
     if window.start is None or window.end is None:
-        return d.local_time(expr, p.add(window.time_zone))
-    # Whole days around the window, so repeated requests share the cached transitions.
+        return None
+    # Whole days, so repeated requests share the cached transitions.
     lo = min(window.start, window.end).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
     hi = max(window.start, window.end).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=2)
-    first, changes = offset_changes(window.time_zone, lo, hi)
+    return lo, hi
+
+
+def window_offsets(window: Window) -> tuple[int, tuple[tuple[datetime, int], ...]] | None:
+    """``offset_changes`` over ``window_cover``; ``None`` for an unbounded window."""
+    cover = window_cover(window)
+    return None if cover is None else offset_changes(window.time_zone, *cover)
+
+
+def constant_offset(window: Window) -> timedelta | None:
+    """The zone's UTC offset when it is the same all over the (bounded) window, else ``None``."""
+    offsets = window_offsets(window)
+    if offsets is None or offsets[1]:
+        return None
+    return timedelta(milliseconds=offsets[0])
+
+
+def local_time(expr: str, window: Window, d: Dialect, p: Params) -> str:
+    """SQL for the wall-clock time in ``window.time_zone`` of the naive-UTC timestamp ``expr``."""
+    offsets = window_offsets(window)
+    if offsets is None:
+        return d.local_time(expr, p.add(window.time_zone))
+    first, changes = offsets
     if not changes and first == 0:
         # UTC (or a zone at UTC+0 all window long): the stored time is the wall-clock time; adding a zero
         # interval to every row still costs about half of a daily count's time.

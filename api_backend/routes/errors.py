@@ -12,10 +12,9 @@ from fastapi import APIRouter, Query
 from api_backend.auth import ServicesDep, SiteReader
 from api_backend.errors import InvalidRequestError
 from api_backend.formats import iso_utc
-from api_backend.query.buckets import bucket_starts, parse_bucket
+from api_backend.query.buckets import bucket_instants, bucket_starts, parse_bucket
 from api_backend.query.errors import build_error_events_query, build_error_names_query, build_error_series_query
 from api_backend.query.paging import parse_page
-from api_backend.query.window import to_utc
 from api_backend.routes.read_params import ReadQuery, dialect_of, run_query
 
 router = APIRouter(tags=["errors"])
@@ -104,8 +103,10 @@ def error_series(
     counts = {r["bucket"]: int(r["error_count"]) for r in rows}
     if scope.window.is_all_time and counts:
         starts = bucket_starts(scope.window, size, min(counts), max(counts))
-    zone = scope.window.zone
     return {
         "success": True,
-        "data": [{"time": iso_utc(to_utc(s, zone)), "error_count": counts.get(s, 0)} for s in starts],
+        "data": [
+            {"time": iso_utc(instant), "error_count": counts.get(s, 0)}
+            for s, instant in zip(starts, bucket_instants(scope.window, starts), strict=True)
+        ],
     }

@@ -8,9 +8,8 @@ from fastapi import APIRouter, Query
 
 from api_backend.auth import ServicesDep, SiteReader
 from api_backend.formats import iso_utc
-from api_backend.query.buckets import bucket_starts, parse_bucket
+from api_backend.query.buckets import bucket_instants, bucket_starts, parse_bucket
 from api_backend.query.overview import build_overview_query, build_overview_series_query
-from api_backend.query.window import to_utc
 from api_backend.routes.read_params import ReadQuery, dialect_of, run_query
 
 router = APIRouter(tags=["analytics"])
@@ -47,11 +46,10 @@ def overview_series(
     rows = {r["bucket"]: r for r in run_query(services, build_overview_series_query(scope, size, dialect_of(services)))}
     if scope.window.is_all_time and rows:
         starts = bucket_starts(scope.window, size, min(rows), max(rows))
-    zone = scope.window.zone
     data = []
-    for start in starts:
+    for start, instant in zip(starts, bucket_instants(scope.window, starts), strict=True):
         row = rows.get(start)
-        item: dict[str, Any] = {"time": iso_utc(to_utc(start, zone))}
+        item: dict[str, Any] = {"time": iso_utc(instant)}
         for key in ("sessions", "pageviews", "users"):
             item[key] = int(row[key]) if row else 0
         for key in AVERAGES:
