@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import random
 import threading
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -238,3 +238,24 @@ def test_rollup005_only_one_low_cardinality_session_parameter_qualifies():
         {"parameter": "country", "type": "equals", "value": ["US"]},
     ]
     assert rollup_parameter(scope(both)) is None
+    # A window running up to now (or not yet over) is not cached: live traffic keeps changing it.
+    email = json.dumps([{"parameter": "channel", "type": "equals", "value": ["Email"]}])
+    today = datetime.now(UTC).date().isoformat()
+    assert rollup_parameter(ReadParams("2026-01-01", today, "UTC", filters=email).scope(1)) is None
+    assert rollup_parameter(ReadParams("2026-01-01", "2999-01-01", "UTC", filters=email).scope(1)) is None
+    assert rollup_parameter(ReadParams(None, None, "UTC", filters=email).scope(1)) is None
+
+
+def test_rollup006_traffic_outside_the_window_keeps_the_rollup(client, owner, services, world):
+    site, sessions, _, _ = world
+    email = [{"parameter": "channel", "type": "equals", "value": ["Email"]}]
+    first = _goals(client, owner, site.site_id, email)
+    (entry,) = services.extras["goals_rollups"]._entries.values()
+    outside = {
+        "id": "may",
+        "country": "US",
+        "events": [(datetime(2026, 5, 2, 9), "Email", "pageview", "/checkout", "", "{}")],
+    }
+    services.writer.write(_rows(site.site_id, [outside]))
+    assert _goals(client, owner, site.site_id, email) == first
+    assert list(services.extras["goals_rollups"]._entries.values()) == [entry]

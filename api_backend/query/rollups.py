@@ -7,10 +7,11 @@ the values passing its filters (``build_matching_values_query``), a query over a
 events.
 
 This is the one stateful module of the query package. Entries live ``TTL_SECONDS`` at most and are keyed on
-the event table's row count, read before each lookup: any committed append or delete changes the count, so a
-read after an acknowledged write never sees an entry computed before that write (``count(*)`` of a DuckDB
-table is answered from its metadata, well under a millisecond). Concurrent requests for the same missing
-entry share one computation.
+the number of events in the window, counted before each lookup (a filtered ``count(*)``, a few milliseconds
+at 10M events): a committed write that adds rows to the window (or a site deletion that removes them)
+changes the count, so a read after an acknowledged write never sees an entry computed before that write,
+while traffic outside the window (today's events, other sites) leaves the entry usable. Only windows that
+ended in the past are cached. Concurrent requests for the same missing entry share one computation.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from datetime import UTC, datetime
 from typing import Any
 
 from api_backend.query.goals import GoalSpec, build_goals_rollup_query, build_matching_values_query
-from api_backend.query.scope import Scope
-from api_backend.query.sql import Dialect, Query
+from api_backend.query.scope import Scope, window_condition
+from api_backend.query.sql import Dialect, Params, Query
 
 __all__ = ["ROLLUP_PARAMETERS", "GoalsRollupCache", "goals_counts_from_rollup"]
 
@@ -53,8 +55,16 @@ Runner = Callable[[Query], list[dict[str, Any]]]
 Rollup = tuple[tuple[str, int, tuple[int, ...]], ...]  # (value, sessions, conversions per goal)
 
 
-def rollup_parameter(scope: Scope) -> str | None:
-    """The one parameter every filter of ``scope`` tests, when a rollup can answer it; else ``None``."""
+def rollup_parameter(scope: Scope, now: datetime | None = None) -> str | None:
+    """The one parameter every filter of ``scope`` tests, when a rollup can answer it; else ``None``.
+
+    Only windows that ended in the past qualify: live traffic keeps adding rows to a window running up to
+    now (or into the future, or all time), so a rollup of it would rarely be asked for twice unchanged.
+    """
+    w = scope.window
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    if w.end is None or w.include_end or w.end > now:
+        return None
     if not scope.filters or scope.row_filters:
         return None
     parameters = {f.parameter for f in scope.filters}
@@ -133,7 +143,9 @@ def goals_counts_from_rollup(
     parameter = rollup_parameter(scope)
     if parameter is None or not goals:
         return None
-    version = int(next(iter(run(Query("SELECT count(*) AS n FROM events"))[0].values())))
+    p = Params()
+    counted = p.query(f"SELECT count(*) AS n FROM events WHERE {window_condition(scope.site_ids, scope.window, p)}")
+    version = int(run(counted)[0]["n"])
     rollup = cache.rollup(scope, goals, parameter, version, run, d)
     if rollup is None:
         return None
