@@ -86,7 +86,20 @@ def _save(results: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def _run_record(command: str) -> dict[str, Any]:
-    return {"date": stamp(), "command": command, "load_before": _loadavg()}
+    return {"date": stamp(), "command": command, "commit": _commit(), "load_before": _loadavg()}
+
+
+def _commit() -> str:
+    """The checked-out commit (with ``+changes`` when the working tree differs), so figures name their code."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                               text=True)  # fmt: skip
+    except OSError:
+        return "unknown"
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
 def _loadavg() -> str:
@@ -186,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             record["load_after"] = _loadavg()
             results["runs"][f"reads {size:,}"] = record
+            if with_server is not None:
+                results["runs"].pop("dashboard", None)  # the dashboard figures now come from this block
             _save(results, args)
             if not args.keep_data:
                 shutil.rmtree(work / f"reads-{size}", ignore_errors=True)

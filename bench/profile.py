@@ -56,6 +56,8 @@ def summarize_stacks(path: Path, top: int = 25) -> str:
 
 def _record(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
     spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        raise SystemExit("py-spy is not installed in this environment: pip install py-spy")
     command = [str(spy), "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "200"]
     command += ["--format", "raw", "--output", str(out), "--nonblocking", "--threads"]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -143,7 +143,9 @@ def run_reads(
     ch_rows, ch_seconds = ch.load_from_duckdb(direct_path)
     log(f"    {ch_rows:,} rows in {ch_seconds:.1f} s")
 
-    duck = DuckDBEventStore(direct_path)
+    # Same engine configuration as the server (its DuckDB memory limit), so API/DuckDB measures only the API.
+    settings = load_settings({}, data_dir=str(data_dir))
+    duck = DuckDBEventStore(direct_path, memory_limit=getattr(settings, "duckdb_memory_limit", None) or None)
     duck_rows = duck.count()
     server = ServerProcess(data_dir).start()
     result: dict[str, Any] = {
@@ -152,6 +154,7 @@ def run_reads(
         "duckdb_file_bytes": db_bytes,
         "clickhouse_load": {"rows": ch_rows, "seconds": ch_seconds},
         "duckdb_rows": duck_rows,
+        "duckdb_memory_limit": getattr(settings, "duckdb_memory_limit", None),
         "window": {"start_date": start_date.isoformat(), "end_date": end_date.isoformat(), "time_zone": "UTC"},
         "runs": runs,
         "warmups": warmups,

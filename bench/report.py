@@ -239,7 +239,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     ]
     for block, info in results.get("runs", {}).items():
         lines.append(
-            f"- {block}: measured {info['date']} with `{info['command']}` "
+            f"- {block}: measured {info['date']} at commit {info.get('commit', '?')} with `{info['command']}` "
             f"(load average before: {info.get('load_before', '?')}, after: {info.get('load_after', '?')})"
         )
     lines += [
