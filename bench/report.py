@@ -184,7 +184,7 @@ def _ingestion(ing: dict[str, Any]) -> list[str]:
         s = ing[key]
         conns = ing["batch_connections"] if key == "batch" else ing["connections"]
         non_ok = s["requests"] - s["ok_responses"] + s.get("connection_errors", 0)
-        events = "-" if key == "ceiling" else f"{s['events_per_s']:,.0f}"
+        events = "-" if key in ("ceiling", "http_ceiling") else f"{s['events_per_s']:,.0f}"
         vs = f"{s['requests_per_s'] / ceiling:.2f}" if key in ("single", "http_ceiling", "ceiling") else "-"
         rows.append(
             f"| {names[key]} | {conns} | {events} | {s['requests_per_s']:,.0f} | {s['latency_p50_ms']:.1f} ms "
@@ -299,7 +299,8 @@ def render_markdown(results: dict[str, Any]) -> str:
                 f"## Read routes at {r['events']:,} events",
                 "",
                 f"One site, {w['start_date']} to {w['end_date']} ({w['time_zone']}), 10 goals, 20 error messages, "
-                f"all channels. Times in ms over {r['runs']} warm runs (after {r['warmups']} warm-up runs) per engine. "
+                f"all channels. Times in ms over {r['runs']} warm runs (after {r['warmups']} warm-up runs) per engine; "
+                "a query whose round of three engines exceeds the time budget gets fewer runs (column runs). "
                 "API = the route over HTTP with an API key; DuckDB = the SQL that route runs (same query builders, "
                 "same store class) on a copy of the server's file; ClickHouse = equivalent ClickHouse SQL on chdb with "
                 'the same rows. "same numbers" compares the three results.',
