@@ -125,3 +125,10 @@ def test_client_query010_vocabulary_matches_the_contract():
 def test_client_query011_blank_zone_means_utc():
     assert Query(time_zone=" ").to_params()["time_zone"] == "UTC"
     assert Query(start_date="", end_date=None).to_params() == {"time_zone": "UTC"}
+
+
+def test_sdk_filter_lists_match_what_the_server_accepts():
+    from api_backend.query import filters as server
+
+    assert set(FILTER_TYPES) == set(server.FILTER_TYPES)
+    assert set(FILTER_PARAMETERS) == set(server.PARAMETERS)
