@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-__all__ = ["iso_utc", "parse_iso_utc"]
+__all__ = ["iso_utc"]
 
 
 def iso_utc(value: datetime | None) -> str | None:
@@ -14,11 +14,3 @@ def iso_utc(value: datetime | None) -> str | None:
     if value.tzinfo is not None:
         value = value.astimezone(UTC).replace(tzinfo=None)
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-
-
-def parse_iso_utc(text: str) -> datetime:
-    """Parse an ISO timestamp (``Z`` or offset allowed) into a naive UTC datetime."""
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value

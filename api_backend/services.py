@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from api_backend.ingest.pipeline import Ingestor
 from api_backend.settings import Settings
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import EventStore
@@ -22,13 +23,12 @@ class Services:
     metadata: MetadataStore
     events: EventStore
     writer: BatchWriter
+    ingestor: Ingestor
     extras: dict[str, Any] = field(default_factory=dict)
-    ingestor: Any = None  # api_backend.ingest.pipeline.Ingestor, built by open_services
 
     def close(self) -> None:
         """Commit queued events, then release both stores."""
-        if self.ingestor is not None:
-            self.ingestor.close()
+        self.ingestor.close()
         self.writer.close()
         self.events.close()
         self.metadata.close()
@@ -41,8 +41,5 @@ def open_services(settings: Settings) -> Services:
     metadata = MetadataStore(settings.database_url)
     events = DuckDBEventStore(settings.events_path, memory_limit=settings.duckdb_memory_limit)
     writer = BatchWriter(events, linger=settings.commit_interval_ms / 1000)
-    services = Services(settings=settings, metadata=metadata, events=events, writer=writer)
-    from api_backend.ingest.pipeline import Ingestor  # imported here: the ingest package imports the stores
-
-    services.ingestor = Ingestor(settings, metadata, events, writer, services.extras)
-    return services
+    ingestor = Ingestor(settings, metadata, events, writer)
+    return Services(settings, metadata, events, writer, ingestor)

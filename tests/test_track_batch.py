@@ -22,7 +22,7 @@ def pageview(site, path: str = "/", **fields: Any) -> dict[str, Any]:
 
 def test_batch001_valid_events_stored_invalid_reported(client, services, owner, site):
     services.metadata.update_site(site.site_id, {"excluded_countries": ["GB"]})
-    services.extras["on_site_changed"](site.site_id)
+    services.ingestor.site_changed(site.site_id)
     events = [
         pageview(site, "/a"),
         {"site_id": site.site_id, "type": "custom_event"},  # no event_name

@@ -138,7 +138,7 @@ def test_enrichment004_excluded_ips(app, services, owner, site, patterns, ip, ex
 
 def test_enrichment005_excluded_ip_applies_to_trusted_ip_address(client, services, owner, site):
     services.metadata.update_site(site.site_id, {"excluded_ips": ["198.51.100.0/24"]})
-    services.extras["on_site_changed"](site.site_id)
+    services.ingestor.site_changed(site.site_id)
     body = pageview(site, ip_address="198.51.100.9")
     answer = client.post("/api/track", json=body, headers={**UA, **owner.headers}).json()
     assert answer == {"success": True, "tracked": False, "reason": "excluded_ip"}
@@ -148,7 +148,7 @@ def test_enrichment005_excluded_ip_applies_to_trusted_ip_address(client, service
 
 def test_enrichment006_excluded_countries_case_insensitive(app, services, owner, site):
     services.metadata.update_site(site.site_id, {"excluded_countries": ["gb", "FR"]})
-    services.extras["on_site_changed"](site.site_id)
+    services.ingestor.site_changed(site.site_id)
     with client_from(app, "81.2.69.142") as client:  # GB
         answer = client.post("/api/track", json=pageview(site), headers=UA).json()
         assert answer == {"success": True, "tracked": False, "reason": "excluded_country"}

@@ -100,7 +100,6 @@ class Ingestor:
         metadata: MetadataStore,
         events: EventStore,
         writer: BatchWriter,
-        extras: dict[str, Any] | None = None,
         *,
         locator: GeoLocator | None = None,
         clock: Callable[[], datetime] = utc_now,
@@ -122,29 +121,17 @@ class Ingestor:
         recovered = self.sessions.recover(events.latest_sessions(self.clock() - SESSION_TIMEOUT))
         if recovered:
             log.info("recovered %d live sessions from the event store", recovered)
-        if extras is not None:
-            self._install_hooks(extras)
 
     # Site changes -------------------------------------------------------------------------------
 
-    def _install_hooks(self, extras: dict[str, Any]) -> None:
-        """Hook into the site routes (keeping any hook already installed by other code)."""
-        previous_changed = extras.get("on_site_changed")
-        previous_deleted = extras.get("on_site_deleted")
+    def site_changed(self, site_id: int) -> None:
+        """Forget the cached rules of a site whose configuration changed (called by the site routes)."""
+        self.sites.invalidate(site_id)
 
-        def on_site_changed(site_id: int) -> None:
-            self.sites.invalidate(site_id)
-            if previous_changed:
-                previous_changed(site_id)
-
-        def on_site_deleted(site_id: int) -> None:
-            self.sites.invalidate(site_id)
-            self.sessions.forget_site(site_id)
-            if previous_deleted:
-                previous_deleted(site_id)
-
-        extras["on_site_changed"] = on_site_changed
-        extras["on_site_deleted"] = on_site_deleted
+    def site_deleted(self, site_id: int) -> None:
+        """Forget everything held about a deleted site: its rules and its live sessions."""
+        self.sites.invalidate(site_id)
+        self.sessions.forget_site(site_id)
 
     # Lookups --------------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ def delete_site(access: SiteAdmin, services: ServicesDep) -> dict[str, bool]:
     """Remove the site, its goals, its private link and every stored event of it."""
     services.events.delete_site(access.site.site_id)
     services.metadata.delete_site(access.site.site_id)
-    services.extras.get("on_site_deleted", lambda _site_id: None)(access.site.site_id)
+    services.ingestor.site_deleted(access.site.site_id)
     return {"success": True}
 
 
@@ -42,7 +42,7 @@ def update_config(
     """Change any subset of the configuration; every field is checked before anything is saved."""
     values = validate_config_update(body)
     site = services.metadata.update_site(access.site.site_id, values)
-    services.extras.get("on_site_changed", lambda _site_id: None)(site.site_id)
+    services.ingestor.site_changed(site.site_id)
     return {"success": True, "message": "Site configuration updated.", "config": site_config_json(site)}
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError, NotFoundError
 from api_backend.ingest.payload import parse_event, parse_identify
-from api_backend.ingest.pipeline import ClientInfo, Dropped, Ingestor
+from api_backend.ingest.pipeline import ClientInfo, Dropped
 from api_backend.services import Services
 from api_backend.store.events import EVENT_TYPES
 
@@ -90,14 +90,6 @@ def _services(request: Request) -> Services:
     return request.app.state.services
 
 
-def _ingestor(services: Services) -> Ingestor:
-    if services.ingestor is None:  # services assembled by hand (tests, tools): build the ingestor on first use
-        services.ingestor = Ingestor(
-            services.settings, services.metadata, services.events, services.writer, services.extras
-        )
-    return services.ingestor
-
-
 def _client(request: Request, services: Services) -> ClientInfo:
     """The sender's address (the first ``X-Forwarded-For`` entry behind a trusted proxy) and user agent."""
     ip = request.client.host if request.client else ""
@@ -143,7 +135,7 @@ async def track(request: Request) -> JSONResponse:
     """Record one event: ``{"success": true}`` once stored, or ``tracked: false`` with the reason it was dropped."""
     services = _services(request)
     event = parse_event(await _json_body(request))
-    ingestor = _ingestor(services)
+    ingestor = services.ingestor
     result = await ingestor.track(event, _client(request, services), _header_key(request))
     return JSONResponse(result)
 
@@ -171,7 +163,7 @@ async def track_batch(request: Request) -> JSONResponse:
         raise InvalidRequestError.for_field("events", "must be a list of events")
     if len(events) > MAX_BATCH:
         raise InvalidRequestError.for_field("events", f"must hold at most {MAX_BATCH} events")
-    ingestor = _ingestor(services)
+    ingestor = services.ingestor
     client = _client(request, services)
     header_key = _header_key(request)
     if header_key is not None and ingestor.key_user(header_key) is None:
@@ -212,11 +204,11 @@ async def identify(request: Request) -> JSONResponse:
     services = _services(request)
     body = await _json_body(request)
     site_key, user_id, _traits = parse_identify(body)
-    _ingestor(services).identify(site_key, user_id, _client(request, services), _header_key(request), body)
+    services.ingestor.identify(site_key, user_id, _client(request, services), _header_key(request), body)
     return JSONResponse({"success": True})
 
 
 @router.get("/site/tracking-config/{site_id}", responses={404: {"description": "Unknown site"}})
 async def tracking_config(site_id: str, request: Request) -> dict[str, bool]:
     """The switches the browser tracker reads (public: they reveal nothing private)."""
-    return dict(_ingestor(_services(request)).site_rules(site_id).tracking_config)
+    return dict(_services(request).ingestor.site_rules(site_id).tracking_config)

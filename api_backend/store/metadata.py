@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, delete, event, func, select
+from sqlalchemy import Engine, create_engine, delete, event, func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -78,6 +78,11 @@ class MetadataStore:
         with self._sessions() as session, session.begin():
             yield session
 
+    def ping(self) -> None:
+        """Raise if the database does not answer."""
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+
     def close(self) -> None:
         self.engine.dispose()
 
@@ -101,10 +106,6 @@ class MetadataStore:
     def user_by_email(self, email: str) -> User | None:
         with self.session() as s:
             return s.scalar(select(User).where(User.email == email.strip().lower()))
-
-    def user_by_id(self, user_id: str) -> User | None:
-        with self.session() as s:
-            return s.get(User, user_id)
 
     def check_password(self, email: str, password: str) -> User | None:
         """The user when ``password`` is right, else ``None`` (same cost for unknown emails)."""
