@@ -11,7 +11,7 @@ from dash.testing.wait import until
 from selenium.common.exceptions import StaleElementReferenceException
 
 from dashboard.app import create_dashboard
-from tests.dashboard_support import sign_in
+from tests.dashboard_support import click, sign_in
 from tests.support import PASSWORD, free_port, make_account, make_site
 
 
@@ -92,7 +92,7 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
         query = parse_qs(urlparse(dash_duo.driver.current_url).query)
         return query.get("start_date", [""])[0], query.get("end_date", [""])[0]
 
-    dash_duo.find_element("#frame-date-preset label:nth-child(2)").click()  # 7 days
+    click(dash_duo, "#frame-date-preset label:nth-child(2)")  # 7 days
 
     def days() -> int:
         first, last = dates()
@@ -100,9 +100,9 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
 
     until(lambda: days() == 7, 10)
     start, end = (date.fromisoformat(d) for d in dates())
-    dash_duo.find_element("#frame-date-back").click()
+    click(dash_duo, "#frame-date-back")
     until(lambda: dates() == ((start - timedelta(days=7)).isoformat(), (end - timedelta(days=7)).isoformat()), 10)
-    dash_duo.find_element("#frame-date-forward").click()
+    click(dash_duo, "#frame-date-forward")
     until(lambda: dates() == (start.isoformat(), end.isoformat()), 10)
     # Any IANA zone can be found by typing part of its name.
     dash_duo.find_element("#frame-time-zone").click()

@@ -15,7 +15,7 @@ from selenium.webdriver.common.keys import Keys
 
 from dashboard.app import create_dashboard
 from tests.dashboard_data import load_demo
-from tests.dashboard_support import sign_in
+from tests.dashboard_support import click, sign_in
 from tests.support import make_account, make_site
 
 
@@ -150,13 +150,13 @@ def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, a
     dash_duo.wait_for_contains_text("#goals-table", "40.0%", timeout=10)
 
     # 90 days brings in the old session: 11 sessions, 5 conversions.
-    dash_duo.find_element("#frame-date-preset label:nth-child(4)").click()
+    click(dash_duo, "#frame-date-preset label:nth-child(4)")
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "11", timeout=10)
     dash_duo.wait_for_contains_text("#goals-table", "45.5%", timeout=10)
     assert "start_date=" in dash_duo.driver.current_url
 
     # Back to 30 days, then only direct sessions: 3 sessions, 1 conversion.
-    dash_duo.find_element("#frame-date-preset label:nth-child(3)").click()
+    click(dash_duo, "#frame-date-preset label:nth-child(3)")
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
     dash_duo.select_dcc_dropdown("#frame-filter-parameter", value="Channel")
     # The value box offers the channels seen in the range, most sessions first.
@@ -164,7 +164,7 @@ def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, a
     offered = [o.get_attribute("value") for o in dash_duo.find_elements("#frame-filter-suggestions option")]
     assert offered == ["Organic Search", "Direct", "Referral"]
     fill(dash_duo, "#frame-filter-value", "Direct")
-    dash_duo.find_element("#frame-filter-add").click()
+    click(dash_duo, "#frame-filter-add")
     dash_duo.wait_for_contains_text("#frame-filter-chips", "Channel is Direct", timeout=10)
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "3", timeout=10)
     dash_duo.wait_for_contains_text("#goals-table", "33.3%", timeout=10)

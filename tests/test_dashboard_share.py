@@ -11,6 +11,7 @@ from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from tests.dashboard_data import load_demo
+from tests.dashboard_support import click
 from tests.support import make_account, make_site
 
 MESSAGE = "Cannot read properties of undefined (reading 'price')"
@@ -67,7 +68,7 @@ def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, a
     dash_duo.wait_for_contains_text("#channels-table", "Organic Search", timeout=5)
     dash_duo.driver.save_screenshot(str(output_dir / "share-channels.png"))
     # The view controls work in the shared view too, and keep its current part.
-    dash_duo.find_element("#frame-date-preset label:nth-child(4)").click()
+    click(dash_duo, "#frame-date-preset label:nth-child(4)")
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "11", timeout=10)
     dash_duo.wait_for_element("#channels-table", timeout=10)
     assert "tab=channels" in dash_duo.driver.current_url
