@@ -177,8 +177,9 @@ def test_query011_goals_query_has_one_flag_per_goal() -> None:
     goals = [GoalSpec(1, "path", {"pathPattern": "/a"}), GoalSpec(2, "event", {"eventName": "x"})]
     query = build_goals_query(Scope((1,), window()), goals, DUCKDB)
     assert "AS g0" in query.sql and "AS g1" in query.sql
-    # One grouping counts the sessions, one aggregates the flags over goal-matching rows only.
-    assert query.sql.count("FROM events") == 2 and "OR (type = 'custom_event'" in query.sql
+    # One grouping counts the sessions and ORs each event's goal bits; the type is tested once per goal type.
+    assert query.sql.count("FROM events") == 1 and "bit_or(CASE WHEN type = 'pageview' THEN" in query.sql
+    assert "WHEN type = 'custom_event' THEN" in query.sql
 
 
 def test_query012_offset_changes_find_dst_transitions() -> None:

@@ -111,23 +111,26 @@ def _path_match(pattern: str, d: Dialect, p: Params) -> str:
     return d.regex_full("pathname", p.add(path_pattern_regex(pattern)))
 
 
-def goal_condition(
-    goal_type: str, config: Mapping[str, Any], d: Dialect, p: Params, hostname: str | None = None
-) -> str:
-    """A per-event SQL condition true for events that complete the goal (or funnel step).
+def _type_test(goal_type: str, p: Params) -> str:
+    """The test on ``type`` of the events that can complete a goal of ``goal_type``."""
+    if goal_type == "path":
+        return "type = 'pageview'"
+    if goal_type == "event":
+        return "type = 'custom_event'"
+    return f"type = {p.add(goal_type)}"
 
-    Tests on ``props`` (JSON parsing, value patterns) sit behind a ``CASE`` on the cheap column tests, so
-    they run only on the rows of that event type and name: an engine evaluates both sides of a plain ``AND``
-    inside an aggregate's argument, which would parse the JSON of every row of the window.
-    """
+
+def _goal_tests(
+    goal_type: str, config: Mapping[str, Any], d: Dialect, p: Params, hostname: str | None = None
+) -> tuple[list[str], list[str]]:
+    """``(cheap column tests, costly props tests)`` of one goal besides its type test; see ``goal_condition``."""
     parts: list[str] = []
     costly: list[str] = []
     if goal_type == "path":
-        parts += ["type = 'pageview'", _path_match(config["pathPattern"], d, p)]
+        parts.append(_path_match(config["pathPattern"], d, p))
     elif goal_type == "event":
-        parts += ["type = 'custom_event'", f"event_name = {p.add(config['eventName'])}"]
+        parts.append(f"event_name = {p.add(config['eventName'])}")
     else:
-        parts.append(f"type = {p.add(goal_type)}")
         pattern = (config.get("valuePattern") or "").strip()
         if pattern:
             regex = p.add(value_pattern_regex(pattern))
@@ -139,30 +142,71 @@ def goal_condition(
         costly += [_property_condition(k, v, d, p) for k, v in _property_filters(config)]
     if hostname:
         parts.append(f"hostname = {p.add(hostname)}")
-    cheap = " AND ".join(parts)
+    return parts, costly
+
+
+def goal_condition(
+    goal_type: str, config: Mapping[str, Any], d: Dialect, p: Params, hostname: str | None = None
+) -> str:
+    """A per-event SQL condition true for events that complete the goal (or funnel step).
+
+    Tests on ``props`` (JSON parsing, value patterns) sit behind a ``CASE`` on the cheap column tests, so
+    they run only on the rows of that event type and name: an engine evaluates both sides of a plain ``AND``
+    inside an aggregate's argument, which would parse the JSON of every row of the window.
+    """
+    type_test = _type_test(goal_type, p)
+    parts, costly = _goal_tests(goal_type, config, d, p, hostname)
+    cheap = " AND ".join([type_test, *parts])
     if not costly:
         return f"({cheap})"
     # Every costly test is NULL-free (coalesced), so the CASE is exactly ``cheap AND costly``.
     return f"(CASE WHEN {cheap} THEN {' AND '.join(costly)} ELSE false END)"
 
 
+_MASK_BITS = 62  # goals per BIGINT mask: bit values stay below 2**62, far from the sign bit
+
+
+def _goal_masks(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> list[str]:
+    """Per-event BIGINT expressions whose bit ``i % 62`` of mask ``i // 62`` is set when the event completes goal ``i``.
+
+    The event's type is tested once per mask (one ``CASE`` branch per goal type) instead of once per goal, and
+    a goal's bit is a constant added when its tests hold, so the per-session flags become one ``bit_or``.
+    """
+    masks = []
+    for first in range(0, len(goals), _MASK_BITS):
+        # One branch per goal type (goals of the same type share it: a CASE takes only its first true branch).
+        branches: dict[str, tuple[str, list[str]]] = {}
+        for offset, g in enumerate(goals[first : first + _MASK_BITS]):
+            if g.goal_type not in branches:
+                branches[g.goal_type] = (_type_test(g.goal_type, p), [])
+            parts, costly = _goal_tests(g.goal_type, g.config, d, p)
+            bit = 1 << offset
+            value = f"CASE WHEN {' AND '.join(costly)} THEN {bit} ELSE 0 END" if costly else str(bit)
+            term = f"CASE WHEN {' AND '.join(parts)} THEN {value} ELSE 0 END" if parts else value
+            branches[g.goal_type][1].append(f"({term})")
+        cases = " ".join(f"WHEN {test} THEN {' + '.join(terms)}" for test, terms in branches.values())
+        masks.append(f"CASE {cases} ELSE 0 END")
+    return masks
+
+
 def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
     """One row: ``sessions`` then ``g0, g1, ...`` = converted sessions of each goal, in ``goals`` order.
 
-    Sessions are counted in one grouping (with the filters as its ``HAVING``); the goal flags are
-    aggregated only over the rows matching some goal, which are few, instead of over every row.
+    One grouping by session gives both: the session count, and per session a bit mask of the goals it
+    completed (``bit_or`` of each event's goal bits, see ``_goal_masks``); the filters are its ``HAVING``.
+    A single grouping of every row with one cheap aggregate costs about half of a session grouping plus a
+    second grouping of the goal-matching rows with one ``bool_or`` per goal.
     """
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
-    conditions = [goal_condition(g.goal_type, g.config, d, p) for g in goals]
-    flags = "".join(f", bool_or({c}) AS g{i}" for i, c in enumerate(conditions))
-    counts = "".join(f", count(*) FILTER (WHERE g{i}) AS g{i}" for i in range(len(goals)))
-    rows = f"{qualified_rows(scope, p)} AND ({' OR '.join(conditions) or 'false'})"
-    if scope.session_filters:
-        rows += " AND session_id IN (SELECT session_id FROM per)"
-    sql = f"""{start}per AS MATERIALIZED ({session_groups(scope, "", d, p)}),
-hits AS (SELECT session_id{flags} {rows} GROUP BY session_id)
-SELECT (SELECT count(*) FROM per) AS sessions{counts} FROM hits"""
+    masks = _goal_masks(goals, d, p)
+    columns = "".join(f", bit_or({m}) AS m{j}" for j, m in enumerate(masks))
+    counts = "".join(
+        f", count(*) FILTER (WHERE (m{i // _MASK_BITS} & {1 << (i % _MASK_BITS)}) <> 0) AS g{i}"
+        for i in range(len(goals))
+    )
+    sql = f"""{start}per AS ({session_groups(scope, columns, d, p)})
+SELECT count(*) AS sessions{counts} FROM per"""
     return p.query(sql)
 
 
