@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from api_backend.ingest.pipeline import Ingestor
 from api_backend.settings import Settings
 from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.eventlog import EventLog
 from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
-from api_backend.store.writer import BatchWriter
+from api_backend.store.writer import BatchWriter, VisibleEventStore
 
 __all__ = ["Services", "open_services"]
 
@@ -39,7 +41,16 @@ def open_services(settings: Settings) -> Services:
     if not settings.events_url.startswith("duckdb://"):
         raise ValueError(f"unsupported events URL {settings.events_url!r}")
     metadata = MetadataStore(settings.database_url)
-    events = DuckDBEventStore(settings.events_path, memory_limit=settings.duckdb_memory_limit)
-    writer = BatchWriter(events, linger=settings.commit_interval_ms / 1000)
+    store = DuckDBEventStore(settings.events_path, memory_limit=settings.duckdb_memory_limit)
+    # Events are acknowledged once in the synced event log beside the database, and copied into it in bulk. A log
+    # append costs a fraction of a millisecond, so it needs no linger: what arrives during one sync is the next group.
+    event_log = None if store.path == ":memory:" else EventLog(Path(store.path).with_suffix(".eventlog"))
+    writer = BatchWriter(
+        store,
+        log=event_log,
+        linger=0 if event_log else 0.005,
+        apply_interval=settings.commit_interval_ms / 1000,
+    )
+    events = VisibleEventStore(store, writer)
     ingestor = Ingestor(settings, metadata, events, writer)
     return Services(settings, metadata, events, writer, ingestor)

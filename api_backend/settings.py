@@ -135,8 +135,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "commit_interval_ms",
         _parse_positive_int,
-        "5",
-        "Longest time (ms) an ingested event waits for its group commit; acknowledged events are durable.",
+        "100",
+        "Longest time (ms) acknowledged events wait in the event log before they are copied into the event store.",
     ),
     Setting(
         "duckdb_memory_limit",
@@ -166,7 +166,7 @@ class Settings:
     port: int = 8000
     api_url: str = ""
     geoip_mmdb: str = ""
-    commit_interval_ms: int = 5
+    commit_interval_ms: int = 100
     duckdb_memory_limit: str = "1GB"
     login_token_days: int = 30
     trust_proxy: bool = False

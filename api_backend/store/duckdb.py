@@ -51,22 +51,44 @@ class DuckDBEventStore:
         self._write_lock = threading.Lock()
         columns = ",\n  ".join(_column_sql(name, typ) for name, typ in EVENT_COLUMNS)
         self._con.execute(f"CREATE TABLE IF NOT EXISTS events (\n  {columns}\n)")
+        # The newest event-log record whose rows this database holds (see ``store/eventlog.py``).
+        self._con.execute("CREATE TABLE IF NOT EXISTS event_log_position (applied_seq BIGINT NOT NULL)")
+        if not self._con.execute("SELECT count(*) FROM event_log_position").fetchone()[0]:
+            self._con.execute("INSERT INTO event_log_position VALUES (0)")
 
-    def append(self, table: pa.Table) -> int:
-        """Insert ``table`` in one transaction; DuckDB syncs its write-ahead log on commit."""
-        if table.num_rows == 0:
+    def append(self, table: pa.Table, *, log_seq: int | None = None) -> int:
+        """Insert ``table`` in one transaction; DuckDB syncs its write-ahead log on commit.
+
+        With ``log_seq``, the same transaction records that the event log is applied up to that record.
+        """
+        if table.num_rows == 0 and log_seq is None:
             return 0
         if table.schema != EVENT_SCHEMA:
             table = table.select([name for name, _ in EVENT_COLUMNS]).cast(EVENT_SCHEMA)
         with self._write_lock:
             cur = self._con.cursor()
             try:
-                cur.register("incoming_batch", table)
-                cur.execute("INSERT INTO events SELECT * FROM incoming_batch")
-                cur.unregister("incoming_batch")
+                cur.execute("BEGIN TRANSACTION")
+                try:
+                    cur.register("incoming_batch", table)
+                    cur.execute("INSERT INTO events SELECT * FROM incoming_batch")
+                    cur.unregister("incoming_batch")
+                    if log_seq is not None:
+                        cur.execute("UPDATE event_log_position SET applied_seq = ?", [log_seq])
+                    cur.execute("COMMIT")
+                except BaseException:
+                    try:
+                        cur.execute("ROLLBACK")
+                    except duckdb.Error:
+                        pass  # a failed COMMIT has already ended the transaction
+                    raise
             finally:
                 cur.close()
         return table.num_rows
+
+    def applied_log_seq(self) -> int:
+        """The newest event-log record this database holds (0 when none)."""
+        return int(self.query("SELECT max(applied_seq) FROM event_log_position")[0][0] or 0)
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Run ``sql`` with bound ``params`` on a fresh cursor and fetch every row."""

@@ -98,8 +98,15 @@ class EventStore(Protocol):
 
     dialect: str
 
-    def append(self, table: pa.Table) -> int:
-        """Insert the rows of ``table`` (``EVENT_SCHEMA``) in one committed transaction; return the row count."""
+    def append(self, table: pa.Table, *, log_seq: int | None = None) -> int:
+        """Insert the rows of ``table`` (``EVENT_SCHEMA``) in one committed transaction; return the row count.
+
+        With ``log_seq`` the same transaction records that the event log is applied up to that record.
+        """
+        ...
+
+    def applied_log_seq(self) -> int:
+        """The newest event-log record whose rows the store holds (0 when none)."""
         ...
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
