@@ -3,6 +3,7 @@
     routes/track.py      parse the body, find the sender's address and user agent, answer
       payload.py         validate one event (per-type rules, length limits) -> TrackEvent
       pipeline.py        Ingestor: site rules, API key trust, drop rules, enrichment, write
+      batch.py           the same for a whole batch: work per distinct sender and page, Arrow columns
         site_rules.py    cached per-site settings (TTL, dropped when a site changes)
         bots.py          crawlerdetect, cached
         useragent.py     ua-parser, cached; device type

@@ -3,7 +3,8 @@
 Turning rows into an Arrow table costs about the same for one row as for a thousand, and the writer
 converts each submission separately. So while one group is being committed, new rows wait here and go
 to the writer together as the next group: one conversion and one commit for everything that arrived in
-the meantime. A future resolves only after the commit that holds its rows, as with the writer itself.
+the meantime. Batches arrive as Arrow tables already (built column by column) and join the group as they
+are. A future resolves only after the commit that holds its rows, as with the writer itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,34 @@ from api_backend.store.writer import BatchWriter
 
 __all__ = ["RowCoalescer"]
 
+# What a request hands over: row dicts (single events) or a ready table (batches, built column by column).
+Part = pa.Table | Sequence[Mapping[str, Any]]
+
+
+def _runs(parts: list[Part]) -> list[Part]:
+    """Consecutive row lists merged into one (one conversion for all of them); tables kept as they are."""
+    out: list[Part] = []
+    rows: list[Mapping[str, Any]] = []
+    for part in parts:
+        if isinstance(part, pa.Table):
+            if rows:
+                out.append(rows)
+                rows = []
+            out.append(part)
+        else:
+            rows.extend(part)
+    if rows:
+        out.append(rows)
+    return out
+
+
+def _table(part: Part) -> pa.Table:
+    return part if isinstance(part, pa.Table) else rows_to_table(part)
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
 
 class RowCoalescer:
     """Keeps at most one group in flight at the writer; everything else queues for the next group."""
@@ -27,11 +56,14 @@ class RowCoalescer:
     def __init__(self, writer: BatchWriter) -> None:
         self._writer = writer
         self._lock = threading.Lock()
-        self._pending: list[tuple[Sequence[Mapping[str, Any]], Future[int]]] = []
+        self._pending: list[tuple[Part, Future[int]]] = []
         self._busy = False
 
-    def submit(self, rows: Sequence[Mapping[str, Any]]) -> Future[int]:
-        """Queue rows; the future resolves with their count once committed (or with the commit's error)."""
+    def submit(self, rows: Part) -> Future[int]:
+        """Queue rows (event dicts or an ``EVENT_SCHEMA`` table); the future resolves with their count once committed.
+
+        It fails with the commit's error, or with the conversion error of rows that cannot become a table.
+        """
         future: Future[int] = Future()
         with self._lock:
             self._pending.append((rows, future))
@@ -61,29 +93,27 @@ class RowCoalescer:
         committed.add_done_callback(lambda done: self._finish(done, group))
 
     @staticmethod
-    def _convert(
-        group: list[tuple[Sequence[Mapping[str, Any]], Future[int]]],
-    ) -> tuple[list[tuple[Sequence[Mapping[str, Any]], Future[int]]], pa.Table | None]:
+    def _convert(group: list[tuple[Part, Future[int]]]) -> tuple[list[tuple[Part, Future[int]]], pa.Table | None]:
         """One Arrow table for the group; if that fails, fail only the requests whose rows cannot convert."""
         try:
-            return group, rows_to_table([row for part, _ in group for row in part])
+            return group, _concat([_table(part) for part in _runs([part for part, _ in group])])
         except Exception:
             pass
         good, tables = [], []
         for part, future in group:
             try:
-                tables.append(rows_to_table(part))
+                tables.append(_table(part))
             except Exception as exc:
                 future.set_exception(exc)
                 continue
             good.append((part, future))
-        return good, pa.concat_tables(tables) if tables else None
+        return good, _concat(tables) if tables else None
 
-    def _finish(self, done: Future[int], group: list[tuple[Sequence[Mapping[str, Any]], Future[int]]]) -> None:
+    def _finish(self, done: Future[int], group: list[tuple[Part, Future[int]]]) -> None:
         error = done.exception()
         for part, future in group:
             if error is not None:
                 future.set_exception(error)
             else:
-                future.set_result(len(part))
+                future.set_result(part.num_rows if isinstance(part, pa.Table) else len(part))
         self._send_next()

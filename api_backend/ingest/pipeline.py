@@ -11,6 +11,9 @@ Per event, in this order (peer-write 4.2 with the UP trust model):
    ``excluded_country``;
 4. enrichment (user agent, geo, channel, UTM, visitor id, session) and the group-committed write.
 
+``POST /api/track/batch`` gives every event of a batch the same outcome through ``batch.prepare_batch``, which
+does this work once per distinct sender and page instead of once per event and builds Arrow columns directly.
+
 Choices the specs leave open, written down here:
 
 - ``trackUrlParams`` off: the raw query string and the parameter map are not stored, but the UTM columns and
@@ -29,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -37,18 +39,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+
+import pyarrow as pa
 
 from api_backend.errors import AuthenticationRequiredError, NotFoundError
+from api_backend.ingest.batch import PAGE_COLUMNS, page_context, prepare_batch
 from api_backend.ingest.bots import is_bot
-from api_backend.ingest.channels import classify_channel, strip_www
 from api_backend.ingest.coalescer import RowCoalescer
 from api_backend.ingest.geo import GeoLocator, open_locator
 from api_backend.ingest.payload import TrackEvent
 from api_backend.ingest.sessions import SESSION_TIMEOUT, SessionTracker
 from api_backend.ingest.site_rules import SiteRules, SiteRulesCache
 from api_backend.ingest.useragent import device_type, parse_user_agent
-from api_backend.ingest.visitor import visitor_id
+from api_backend.ingest.visitor import cached_visitor_id, visitor_id
 from api_backend.settings import Settings
 from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
@@ -60,7 +63,6 @@ log = logging.getLogger(__name__)
 
 KEY_TTL = 5.0
 IDENTIFY_TTL = timedelta(days=1)
-_UTM_KEYS = ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
 
 
 def utc_now() -> datetime:
@@ -82,13 +84,6 @@ class Dropped:
     """An event a site setting refused; ``reason`` is ``bot``, ``excluded_ip`` or ``excluded_country``."""
 
     reason: str
-
-
-def _referrer_host(referrer: str) -> str:
-    try:
-        return (urlsplit(referrer).hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 class Ingestor:
@@ -196,40 +191,22 @@ class Ingestor:
         if rules.excluded_countries and geo is not None and geo.country in rules.excluded_countries:
             return Dropped("excluded_country")
 
-        visitor = visitor_id(self._secret, rules.site_id, ip, user_agent, now.date() if rules.salt_user_ids else None)
-        identified = event.user_id or self._identified_user(rules.site_id, visitor, now)
+        salt_day = now.date() if rules.salt_user_ids else None
+        visitor = cached_visitor_id(self._secret, rules.site_id, ip, user_agent, salt_day)
+        identified = event.user_id or self.identified_user(rules.site_id, visitor, now)
         session_id = self.sessions.session_for(rules.site_id, visitor, now)
-
-        hostname = event.hostname
-        referrer = event.referrer
-        if referrer and hostname:
-            ref_host = _referrer_host(referrer)
-            if ref_host and strip_www(ref_host) == strip_www(hostname):
-                referrer = ""
-        querystring = event.querystring
-        params: dict[str, str] = {}
-        if querystring:
-            for key, value in parse_qsl(querystring.removeprefix("?"), keep_blank_values=True):
-                params[key.lower()] = value
-        utm = {k: v for k, v in params.items() if k.startswith("utm_") or k in ("gclid", "gad_source")}
-        channel = classify_channel(referrer, utm, hostname)
-        if not rules.track_url_params:
-            querystring, params = "", {}
-
+        context = page_context(event.referrer, event.querystring, event.hostname, rules.track_url_params)
         ua = parse_user_agent(user_agent)
-        row: dict[str, Any] = {
+        return {
             "site_id": rules.site_id,
             "timestamp": now,
             "session_id": session_id,
             "user_id": visitor,
             "identified_user_id": identified,
-            "hostname": hostname,
+            "hostname": event.hostname,
             "pathname": event.pathname,
-            "querystring": querystring,
-            "url_parameters": json.dumps(params, ensure_ascii=False, separators=(",", ":")) if params else "{}",
+            **dict(zip(PAGE_COLUMNS, context, strict=True)),
             "page_title": event.page_title,
-            "referrer": referrer,
-            "channel": channel,
             "browser": ua.browser,
             "browser_version": ua.browser_version,
             "operating_system": ua.operating_system,
@@ -250,9 +227,6 @@ class Ingestor:
             "fcp": event.fcp,
             "ttfb": event.ttfb,
         }
-        for key in _UTM_KEYS:
-            row[key] = utm.get(key, "")
-        return row
 
     async def track(self, event: TrackEvent, client: ClientInfo, header_key: str | None) -> dict[str, Any]:
         """Process one event and answer once its row is committed (the ``/api/track`` response body)."""
@@ -264,8 +238,29 @@ class Ingestor:
         await self.write([outcome])
         return {"success": True}
 
-    async def write(self, rows: list[dict[str, Any]]) -> int:
-        """Write rows through the shared group commit and wait (without blocking the loop) until committed."""
+    async def track_batch(
+        self,
+        events: list[Any],
+        client: ClientInfo,
+        header_key: str | None,
+        exact_event: Callable[[int], Any] | None = None,
+    ) -> dict[str, Any]:
+        """Process up to a batch of raw events in one write; answer once committed (the ``/track/batch`` body).
+
+        Each event gets the outcome ``track`` would give it (``batch.prepare_batch``), all stamped with one time.
+        """
+        outcome = prepare_batch(self, events, client, header_key, self.clock(), exact_event)
+        if outcome.table is not None:
+            await self.write(outcome.table)
+        return {
+            "success": True,
+            "accepted": outcome.accepted,
+            "rejected": outcome.rejected,
+            "dropped": outcome.dropped,
+        }
+
+    async def write(self, rows: list[dict[str, Any]] | pa.Table) -> int:
+        """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared group commit; wait until committed."""
         return await asyncio.wrap_future(self.rows.submit(rows))
 
     # Identify -------------------------------------------------------------------------------------
@@ -289,7 +284,12 @@ class Ingestor:
         with self._identified_lock:
             self._identified[(rules.site_id, visitor)] = (user_id, now)
 
-    def _identified_user(self, site_id: int, visitor: str, now: datetime) -> str:
+    def has_identified(self) -> bool:
+        """Whether any visitor is tied to a user id at all (when not, lookups can be skipped)."""
+        return bool(self._identified)
+
+    def identified_user(self, site_id: int, visitor: str, now: datetime) -> str:
+        """The user id ``/api/identify`` tied to this visitor (``""`` when none); keeps the tie alive."""
         if not self._identified:
             return ""
         with self._identified_lock:

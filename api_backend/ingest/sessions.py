@@ -58,6 +58,26 @@ class SessionTracker:
                 self._prune(now)
         return session_id
 
+    def sessions_for(self, visitors: Iterable[tuple[int, str]], now: datetime) -> list[str]:
+        """``session_for`` of each ``(site_id, visitor)`` at ``now``, in order, under one lock (for batches)."""
+        out = []
+        live = self._live
+        timeout = self.timeout
+        with self._lock:
+            for key in visitors:
+                current = live.get(key)
+                if current is not None and now - current[1] <= timeout:
+                    session_id = current[0]
+                    if now > current[1]:
+                        live[key] = (session_id, now)
+                else:
+                    session_id = uuid.uuid4().hex
+                    live[key] = (session_id, now)
+                out.append(session_id)
+            if self._next_prune is None or now >= self._next_prune:
+                self._prune(now)
+        return out
+
     def forget_site(self, site_id: int) -> None:
         """Drop every live session of a deleted site."""
         with self._lock:

@@ -14,9 +14,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError, NotFoundError
-from api_backend.ingest.payload import parse_event, parse_identify
-from api_backend.ingest.pipeline import ClientInfo, Dropped
+from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError
+from api_backend.ingest.payload import TrackEvent, load_json, parse_event, parse_identify
+from api_backend.ingest.pipeline import ClientInfo
 from api_backend.services import Services
 from api_backend.store.events import EVENT_TYPES
 
@@ -113,16 +113,47 @@ def _header_key(request: Request) -> str | None:
     return token
 
 
-async def _json_body(request: Request) -> Any:
+async def _raw_body(request: Request) -> bytes:
     raw = await request.body()
     if not raw.strip():
         raise InvalidRequestError("The request body is empty.", [FieldError("body", "is required")])
+    return raw
+
+
+def _not_json() -> InvalidRequestError:
+    return InvalidRequestError("The request body is not valid JSON.", [FieldError("body", "is not valid JSON")])
+
+
+async def _json_body(request: Request) -> Any:
+    """The body decoded by ``json.loads`` (routes off the hot path)."""
+    raw = await _raw_body(request)
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):
-        raise InvalidRequestError(
-            "The request body is not valid JSON.", [FieldError("body", "is not valid JSON")]
-        ) from None
+        raise _not_json() from None
+
+
+async def _fast_json_body(request: Request) -> tuple[Any, bytes, bool]:
+    """The body decoded by ``payload.load_json``: ``(value, raw body, decoded by orjson?)``."""
+    raw = await _raw_body(request)
+    try:
+        value, fast = load_json(raw)
+    except (ValueError, RecursionError):
+        raise _not_json() from None
+    return value, raw, fast
+
+
+def _event(body: Any, raw: bytes, fast: bool) -> TrackEvent:
+    """``parse_event`` of the body as ``json.loads`` decodes it (see ``load_json`` for when that differs)."""
+    try:
+        event = parse_event(body)
+    except InvalidRequestError:
+        if not fast:
+            raise
+        return parse_event(json.loads(raw))
+    if fast and isinstance(body.get("properties"), dict):
+        return parse_event(json.loads(raw))
+    return event
 
 
 @router.post(
@@ -134,7 +165,7 @@ async def _json_body(request: Request) -> Any:
 async def track(request: Request) -> JSONResponse:
     """Record one event: ``{"success": true}`` once stored, or ``tracked: false`` with the reason it was dropped."""
     services = _services(request)
-    event = parse_event(await _json_body(request))
+    event = _event(*await _fast_json_body(request))
     ingestor = services.ingestor
     result = await ingestor.track(event, _client(request, services), _header_key(request))
     return JSONResponse(result)
@@ -157,7 +188,7 @@ async def track_batch(request: Request) -> JSONResponse:
     lists valid events a site setting refused (``{index, reason}``), which are not counted as accepted.
     """
     services = _services(request)
-    body = await _json_body(request)
+    body, raw, fast = await _fast_json_body(request)
     events = body.get("events") if isinstance(body, dict) else None
     if not isinstance(events, list):
         raise InvalidRequestError.for_field("events", "must be a list of events")
@@ -168,29 +199,17 @@ async def track_batch(request: Request) -> JSONResponse:
     header_key = _header_key(request)
     if header_key is not None and ingestor.key_user(header_key) is None:
         raise AuthenticationRequiredError("The API key is unknown or revoked.")
-    now = ingestor.clock()
-    rows: list[dict[str, Any]] = []
-    rejected: list[dict[str, Any]] = []
-    dropped: list[dict[str, Any]] = []
-    for index, raw in enumerate(events):
-        try:
-            event = parse_event(raw)
-            rules = ingestor.site_rules(event.site_key)
-            trusted = ingestor.trusted(event, rules, header_key)
-        except (InvalidRequestError, NotFoundError, AuthenticationRequiredError) as exc:
-            error = exc.message
-            if exc.details:
-                error = "; ".join(f"{d.field} {d.message}" for d in exc.details)
-            rejected.append({"index": index, "error": error})
-            continue
-        outcome = ingestor.prepare(event, rules, client, trusted=trusted, now=now)
-        if isinstance(outcome, Dropped):
-            dropped.append({"index": index, "reason": outcome.reason})
-        else:
-            rows.append(outcome)
-    if rows:
-        await ingestor.write(rows)
-    return JSONResponse({"success": True, "accepted": len(rows), "rejected": rejected, "dropped": dropped})
+    exact_event = None
+    if fast:
+        decoded: list[list[Any]] = []
+
+        def exact_event(index: int) -> Any:
+            # Decoded again only when an event needs parse_event (rare): see payload.load_json.
+            if not decoded:
+                decoded.append(json.loads(raw)["events"])
+            return decoded[0][index]
+
+    return JSONResponse(await ingestor.track_batch(events, client, header_key, exact_event))
 
 
 @router.post(
