@@ -37,6 +37,7 @@ def _shell() -> html.Div:
             dcc.Store(id=ids.AUTH, storage_type="session"),
             dcc.Store(id=ids.SHARE, storage_type="session"),
             dcc.Store(id=ids.BROWSER_ZONE, storage_type="local"),
+            dcc.Store(id=ids.SITE_CHOICE),
             dcc.Location(id=ids.NAVIGATE, refresh="callback-nav"),
             frame.navbar(),
             html.Main(dash.page_container, id=ids.MAIN, className="main"),
@@ -115,62 +116,64 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         Output(ids.USER_EMAIL, "children"),
         Output(ids.SIGN_OUT, "hidden"),
         Output(ids.NAVBAR, "className"),
+        Output(ids.SITE_PICKER, "options"),
+        Output(ids.SITE_PICKER, "value"),
         Input(ids.NAVIGATE, "pathname"),
         Input(ids.NAVIGATE, "search"),
         Input(ids.AUTH, "data"),
+        State(ids.SITE_PICKER, "options"),
     )
-    def update_navbar(pathname: str | None, search: str | None, auth: dict | None) -> tuple:
-        """Page links keep the current site, dates, zone and filters; the right side shows who is signed in."""
+    def update_navbar(pathname: str | None, search: str | None, auth: dict | None, options: list | None) -> tuple:
+        """Page links keep the current site, dates, zone and filters; the right side shows who is signed in and
+        offers every site the person can open (labelled with its organization), the URL's site selected.
+
+        One callback for the whole bar: the page load then costs one round trip for it, not two.
+        """
         path = _path(pathname)
         signed_in = session.is_signed_in(auth)
         shared = path.startswith("/share/")
         mode = "navbar navbar-share" if shared else ("navbar" if signed_in else "navbar navbar-anonymous")
         if shared:
             badge = html.Span("Shared view · read-only", className="badge badge-muted share-badge")
-            return [badge], "", True, mode
+            return [badge], "", True, mode, no_update, no_update
         if not signed_in:
-            return [], "", True, mode
+            return [], "", True, mode, [], None
         view = parse_view(search)
         links = frame.nav_links(dash.page_registry.values(), view, path)
-        return links, (auth or {}).get("email") or "", False, mode
+        email = (auth or {}).get("email") or ""
+        if f"{ids.AUTH}.data" not in ctx.triggered_prop_ids and options:
+            # Moving between pages: the person's sites are already listed.
+            return links, email, False, mode, no_update, view.site_id
+        return links, email, False, mode, _site_options(auth), view.site_id
 
-    @app.callback(
-        Output(ids.SITE_PICKER, "options"),
-        Output(ids.SITE_PICKER, "value"),
-        Input(ids.AUTH, "data"),
-        Input(ids.NAVIGATE, "search"),
-        State(ids.SITE_PICKER, "options"),
+    # The picker also follows the URL; only a site the person picked (not the one the URL already shows) moves.
+    # Checked in the browser, so a page load does not pay a round trip for the picker echoing the URL.
+    app.clientside_callback(
+        """
+        function(siteId, search) {
+            if (siteId === null || siteId === undefined) { return window.dash_clientside.no_update; }
+            var current = new URLSearchParams(search || "").get("site");
+            if (current !== null && String(siteId) === current) { return window.dash_clientside.no_update; }
+            return {site: siteId, at: Date.now()};
+        }
+        """,
+        Output(ids.SITE_CHOICE, "data"),
+        Input(ids.SITE_PICKER, "value"),
+        State(ids.NAVIGATE, "search"),
+        prevent_initial_call=True,
     )
-    def fill_site_picker(auth: dict | None, search: str | None, options: list | None) -> tuple:
-        """Every site the person can open, labelled with its organization; the URL's site is selected."""
-        if not session.is_signed_in(auth):
-            return [], None
-        view = parse_view(search)
-        if ctx.triggered_id == ids.NAVIGATE and options:
-            return no_update, view.site_id
-        from api_client import APIError
-
-        api = session.api_for(auth)
-        entries = []
-        try:
-            for org in session.cached_call(api, "organizations"):
-                for site in session.cached_call(api, "org_sites", org.id):
-                    entries.append({"label": f"{site.name or site.domain} · {org.name}", "value": site.site_id})
-        except APIError:
-            # The page itself reports the failure (and handles an expired credential); the picker just stays empty.
-            return [], view.site_id
-        return entries, view.site_id
 
     @app.callback(
         Output(ids.NAVIGATE, "href", allow_duplicate=True),
-        Input(ids.SITE_PICKER, "value"),
+        Input(ids.SITE_CHOICE, "data"),
         State(ids.NAVIGATE, "pathname"),
         State(ids.NAVIGATE, "search"),
         prevent_initial_call=True,
     )
-    def pick_site(site_id: int | None, pathname: str | None, search: str | None) -> str:
+    def pick_site(choice: dict | None, pathname: str | None, search: str | None) -> str:
         """Choosing a site opens the same page for it (goals when the current page is not about one site)."""
         view = parse_view(search)
+        site_id = (choice or {}).get("site")
         if site_id is None or site_id == view.site_id:
             raise PreventUpdate
         path = _path(pathname)
@@ -179,8 +182,19 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         new_search = view.replace(site_id=site_id, goal=None, error=None, page=1, sort=None, order=None).to_search()
         return dash.get_relative_path(target) + new_search
 
-    @app.callback(
+    # Frame and page controls write the next URL into the page's own store (so they do not fire when the page is
+    # drawn); this moves the browser there without a round trip.
+    app.clientside_callback(
+        """
+        function(href) { return href ? href : window.dash_clientside.no_update; }
+        """,
         Output(ids.NAVIGATE, "href", allow_duplicate=True),
+        Input(ids.FRAME_HREF, "data"),
+        prevent_initial_call=True,
+    )
+
+    @app.callback(
+        Output(ids.FRAME_HREF, "data"),
         Input(ids.DATE_PRESET, "value"),
         Input(ids.DATE_BACK, "n_clicks"),
         Input(ids.DATE_FORWARD, "n_clicks"),
@@ -266,8 +280,8 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
 
     @app.callback(
         Output(ids.OVERVIEW_BODY, "children"),
-        Input(ids.VIEW, "data"),
-        Input(ids.SHARE, "data"),
+        Input(ids.OVERVIEW_LOAD, "data"),
+        State(ids.SHARE, "data"),
         State(ids.AUTH, "data"),
         State(ids.NAVIGATE, "pathname"),
         State(ids.NAVIGATE, "hash"),
@@ -275,7 +289,12 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
     def load_overview(
         view_data: dict | None, share: dict | None, auth: dict | None, pathname: str | None, fragment: str | None
     ) -> Any:
-        """The overview strip: this range and the previous range of the same length (two cached calls)."""
+        """The overview strip: this range and the previous range of the same length (two cached calls).
+
+        Runs only when the page layout could not draw the strip from cached answers (``ids.OVERVIEW_LOAD``). Its
+        one Input is that store: Dash also runs a callback whose output appears on a page, and a page drawn without
+        the store then has none of its inputs, so it stays quiet. (The shared view draws its strip with its content.)
+        """
         view = ViewState.from_dict(view_data)
         if view.site_id is None:
             raise PreventUpdate
@@ -343,6 +362,22 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
             except APIError:
                 pass  # the token may already be gone; forgetting it locally is what matters
         return None, dash.get_relative_path("/login?reason=signed_out")
+
+
+def _site_options(auth: dict | None) -> list[dict[str, Any]]:
+    """The site picker's options: every site the person can open, labelled with its organization."""
+    from api_client import APIError
+
+    api = session.api_for(auth)
+    entries = []
+    try:
+        for org in session.cached_call(api, "organizations"):
+            for site in session.cached_call(api, "org_sites", org.id):
+                entries.append({"label": f"{site.name or site.domain} · {org.name}", "value": site.site_id})
+    except APIError:
+        # The page itself reports the failure (and handles an expired credential); the picker just stays empty.
+        return []
+    return entries
 
 
 def create_dashboard(

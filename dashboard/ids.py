@@ -14,6 +14,7 @@ NAV_LINKS = "frame-nav-links"
 SIGN_OUT = "frame-sign-out"
 USER_EMAIL = "frame-user-email"
 SITE_PICKER = "frame-site-picker"
+SITE_CHOICE = "frame-site-choice"  # dcc.Store: a site picked by the person (not the picker following the URL)
 MAIN = "frame-main"
 
 # Per analytics page: the resolved view of the URL (ViewState.to_dict()); page callbacks take it as Input.
@@ -33,6 +34,11 @@ FILTER_CHIPS = "frame-filter-chips"
 FILTER_CHIP_REMOVE_TYPE = "frame-filter-chip-remove"  # {"type": ..., "index": position in ViewState.filters}
 OVERVIEW = "frame-overview"
 OVERVIEW_BODY = "frame-overview-body"
+# Present only when the layout could not draw the overview strip from cached answers: its callback loads it.
+OVERVIEW_LOAD = "frame-overview-load"
+# dcc.Store inside the frame: page and frame controls write the next URL here; a clientside callback moves there.
+# (Writing into the page itself, not the shell's Location, lets prevent_initial_call hold when the page is drawn.)
+FRAME_HREF = "frame-href"
 
 # --- login --------------------------------------------------------------------------------------------
 LOGIN_EMAIL = "login-email"
@@ -84,6 +90,7 @@ GOALS_DELETE_YES = "goals-delete-yes"
 GOALS_DELETE_NO = "goals-delete-no"
 GOALS_REFRESH = "goals-refresh"  # dcc.Store bumped after a write so the table reloads
 GOALS_STATUS = "goals-status"
+GOALS_LOAD = "goals-load"  # dcc.Store, present only when the layout had no cached goals: its callback loads them
 
 # --- goal sessions --------------------------------------------------------------------------------------
 GOAL_SESSIONS_TABLE = "goal-sessions-table"
@@ -108,6 +115,7 @@ SHARE_TITLE = "share-title"
 SHARE_INVALID = "share-invalid-holder"  # "this link is no longer valid" shows here, with nothing of the site
 SHARE_TAB = "share-tab"  # dcc.Store: which part of the shared view is shown
 SHARE_CHANNELS_GOAL = "share-channels-goal"
+SHARE_OVERVIEW_BODY = "share-overview-body"  # the shared view's overview strip, loaded with its content
 SHARE_ERRORS_DATA = "share-errors-data"  # dcc.Store: the error messages listed, by row index
 SHARE_ERROR_ROW_TYPE = "share-error-row"  # {"type": ..., "index": row}
 
@@ -116,11 +124,15 @@ ERRORS_BODY = "errors-body"
 ERRORS_GROUPS = "errors-groups"
 ERRORS_GROUP_TYPE = "errors-group"  # {"type": ..., "index": row position on the page}: a clickable error group
 ERRORS_GROUP_MESSAGES = "errors-group-messages"  # dcc.Store: the messages of the groups shown, by row position
+ERRORS_GROUPS_LOAD = "errors-groups-load"  # dcc.Store, present only when the layout had no cached groups
+ERRORS_TRENDS_LOAD = "errors-trends-load"  # dcc.Store beside a list drawn without sparklines: loads them next
+ERRORS_TREND_TYPE = "errors-trend"  # {"type": ..., "index": row position}: the sparkline cell of a group
 ERRORS_GROUPS_PREV = "errors-groups-prev"
 ERRORS_GROUPS_NEXT = "errors-groups-next"
 ERRORS_GROUPS_CSV = "errors-groups-csv"
 ERRORS_GROUPS_CSV_DOWNLOAD = "errors-groups-csv-download"
 ERRORS_DETAIL = "errors-detail"
+ERRORS_DETAIL_LOAD = "errors-detail-load"  # dcc.Store, present only when a group is chosen: loads its detail
 ERRORS_BUCKET = "errors-bucket"
 ERRORS_CHART = "errors-chart"
 ERRORS_OCCURRENCES = "errors-occurrences"

@@ -38,6 +38,7 @@ __all__ = [
     "find_goal",
     "invalidate",
     "is_signed_in",
+    "peek",
     "shared_api",
 ]
 
@@ -184,6 +185,25 @@ def cached_call(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) 
     if value is not None:
         cache.set(key, value)
     return value
+
+
+def peek(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) -> Any | None:
+    """The answer ``cached_call`` would serve from the cache right now, or None when it would have to ask the API.
+
+    A page layout uses it to show data it already has without a callback round trip, and to fall back to its loading
+    state (the callback then runs the call and reports failures) when nothing is cached. Never raises for an API
+    failure: a credential that no longer verifies also means None, and the callback then says what went wrong.
+    """
+    from api_client import APIError
+
+    hit = cache.get(_key(api, method_name, args, kwargs))
+    if hit is None:
+        return None
+    try:
+        _verify(api, method_name, args)
+    except APIError:
+        return None
+    return hit
 
 
 def invalidate(site_id: int | str | None = None) -> None:

@@ -142,10 +142,25 @@ def sparkline(buckets: Sequence[Any], time_zone: str | None, *, label: str = "")
     return html.Div(bars, className="sparkline", role="img", **{"aria-label": label or "trend"})
 
 
+def group_sparkline(trend: Sequence[Any], time_zone: str | None, error_name: str | None = None) -> html.Div:
+    """The small trend of one error group (what fills the row's trend cell)."""
+    return sparkline(trend, time_zone, label=f"occurrences of {error_name or 'error'} over time")
+
+
 def error_group_row(
-    group: Any, index: int, *, trend: Sequence[Any] | None, time_zone: str | None, selected: bool, row_id: Any
+    group: Any,
+    index: int,
+    *,
+    trend: Sequence[Any] | None,
+    time_zone: str | None,
+    selected: bool,
+    row_id: Any,
+    trend_id: Any = None,
 ) -> html.Button:
-    """One error group: class, message (cut to a preview, full text on hover), trend, occurrences, sessions, share."""
+    """One error group: class, message (cut to a preview, full text on hover), trend, occurrences, sessions, share.
+
+    Without ``trend`` the trend cell stays empty; ``trend_id`` names it so a callback can fill it afterwards.
+    """
     message = group.value or ""
     preview = message if len(message) <= MESSAGE_PREVIEW_CHARS else message[: MESSAGE_PREVIEW_CHARS - 1] + "…"
     share = float(group.percentage or 0)
@@ -159,10 +174,9 @@ def error_group_row(
                 className="error-group-main",
             ),
             html.Div(
-                sparkline(trend, time_zone, label=f"occurrences of {group.error_name or 'error'} over time")
-                if trend is not None
-                else None,
+                group_sparkline(trend, time_zone, group.error_name) if trend is not None else None,
                 className="error-group-trend",
+                **({"id": trend_id} if trend_id is not None else {}),
             ),
             html.Div(_count(int(group.count)), className="num error-group-count", title="occurrences"),
             html.Div(_count(int(group.session_count)), className="num error-group-sessions", title="sessions affected"),
@@ -191,8 +205,10 @@ def error_groups_list(
     time_zone: str | None,
     selected: str | None,
     row_id: Any,
+    trend_id: Any = None,
 ) -> html.Div:
-    """The list of error groups with a header line; ``row_id(i)`` gives the id of row ``i``."""
+    """The list of error groups with a header line; ``row_id(i)`` gives the id of row ``i`` (``trend_id(i)`` that
+    of its trend cell, when trends are filled in later)."""
     header = html.Div(
         [
             html.Div("Error", className="error-group-main"),
@@ -205,7 +221,13 @@ def error_groups_list(
     )
     rows = [
         error_group_row(
-            group, index, trend=trend, time_zone=time_zone, selected=group.value == selected, row_id=row_id(index)
+            group,
+            index,
+            trend=trend,
+            time_zone=time_zone,
+            selected=group.value == selected,
+            row_id=row_id(index),
+            trend_id=trend_id(index) if trend_id is not None else None,
         )
         for index, (group, trend) in enumerate(zip(groups, trends, strict=True))
     ]

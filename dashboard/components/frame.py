@@ -30,6 +30,7 @@ __all__ = [
     "page_gate",
     "nav_links",
     "navbar",
+    "overview_block",
     "overview_strip",
     "preset_of",
     "waiting_for_zone",
@@ -367,28 +368,41 @@ def overview_strip(current: Any, previous: Any = None) -> html.Div:
     return html.Div(tiles, className="stats")
 
 
-def analytics_frame(view: ViewState, *, overview: bool = True, today: Any = None) -> html.Div:
-    """Everything above an analytics page's own content: controls, filter chips, overview strip, and the view store."""
+def analytics_frame(
+    view: ViewState, *, overview: bool = True, overview_body: Any = None, today: Any = None
+) -> html.Div:
+    """Everything above an analytics page's own content: controls, filter chips, overview strip, and the view store.
+
+    ``overview_body`` is the strip already drawn (from cached answers); without it the frame carries an
+    ``ids.OVERVIEW_LOAD`` store, whose callback loads the strip.
+    """
     children: list[Any] = [
         dcc.Store(id=ids.VIEW, data=view.to_dict()),
+        dcc.Store(id=ids.FRAME_HREF),
         html.Div([date_controls(view, today), filter_builder()], className="controls", id=ids.CONTROLS),
         filter_chips(view.filters),
     ]
     if overview:
-        children.append(
-            html.Div(
-                dcc.Loading(
-                    html.Div(overview_strip(None), id=ids.OVERVIEW_BODY),
-                    type="dot",
-                    color="var(--accent)",
-                    delay_show=150,
-                    overlay_style={"visibility": "visible", "opacity": 0.45},
-                ),
-                id=ids.OVERVIEW,
-                className="overview",
-            )
-        )
+        if overview_body is None:
+            children.append(dcc.Store(id=ids.OVERVIEW_LOAD, data=view.to_dict()))
+        children.append(overview_block(ids.OVERVIEW_BODY, overview_body, block_id=ids.OVERVIEW))
     return html.Div(children, className="frame")
+
+
+def overview_block(body_id: str, body: Any = None, *, block_id: str | None = None) -> html.Div:
+    """The overview strip's place on a page: ``body`` (an ``overview_strip``) or empty tiles until a callback
+    fills ``body_id``."""
+    return html.Div(
+        dcc.Loading(
+            html.Div(overview_strip(None) if body is None else body, id=body_id),
+            type="dot",
+            color="var(--accent)",
+            delay_show=150,
+            overlay_style={"visibility": "visible", "opacity": 0.45},
+        ),
+        className="overview",
+        **({"id": block_id} if block_id else {}),
+    )
 
 
 def waiting_for_zone() -> html.Div:

@@ -14,7 +14,7 @@ import flask
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 
-from dashboard import ids, session
+from dashboard import ids, prefill, session
 from dashboard.components import errors as comp
 from dashboard.components.common import (
     alert,
@@ -51,6 +51,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/errors", query)
     if gate is not None:
         return gate
+    # Groups already in the response cache are drawn right here (with their sparklines when those are cached too,
+    # else the sparklines load next); otherwise the ids.ERRORS_GROUPS_LOAD store makes a callback load them.
+    groups_body, messages = _cached_groups(auth, view)
     return html.Div(
         [
             page_header(
@@ -58,14 +61,76 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
                 "JavaScript errors grouped by message. Choose a group to see when it happens and where.",
                 actions=csv_button(ids.ERRORS_GROUPS_CSV, ids.ERRORS_GROUPS_CSV_DOWNLOAD, "Download groups"),
             ),
-            analytics_frame(view),
-            dcc.Store(id=ids.ERRORS_GROUP_MESSAGES),
+            analytics_frame(view, overview_body=prefill.overview(auth, view)),
+            dcc.Store(id=ids.ERRORS_GROUP_MESSAGES, data=messages),
             dcc.Store(id=ids.ERRORS_OCCURRENCES_PAGE, data=1),
-            card(loading(None, ids.ERRORS_GROUPS), title="Error groups"),
-            html.Div(id=ids.ERRORS_DETAIL),
+            card(loading(groups_body, ids.ERRORS_GROUPS), title="Error groups"),
+            *([dcc.Store(id=ids.ERRORS_GROUPS_LOAD, data=view.to_dict())] if groups_body is None else []),
+            # Without a chosen group the detail is a fixed hint: no callback needed to show it.
+            html.Div(_no_group_chosen() if not view.error else None, id=ids.ERRORS_DETAIL),
+            *([dcc.Store(id=ids.ERRORS_DETAIL_LOAD, data=view.to_dict())] if view.error else []),
         ],
         className="page errors-page",
     )
+
+
+def _no_group_chosen() -> Any:
+    return card(
+        html.P(
+            "Choose an error group above to see it over time and every occurrence with its stack trace.",
+            className="muted",
+        ),
+        title="Error detail",
+    )
+
+
+def _cached_groups(auth: dict | None, view: ViewState) -> tuple[Any, list[str] | None]:
+    """The groups list of the view drawn from cached answers, and its messages; ``(None, None)`` when not cached."""
+    api = session.api_for(auth)
+    site = session.peek(api, "site", view.site_id)
+    groups = session.peek(api, "error_names", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE)
+    if site is None or groups is None:
+        return None, None
+    bucket = comp.trend_bucket(view.start_date, view.end_date)
+    trends = [
+        session.peek(api, "error_time_series", view.site_id, group.value, view.query(), bucket=bucket)
+        for group in groups
+    ]
+    return _groups_body(site, view, groups, None if any(t is None for t in trends) else trends)
+
+
+def _groups_body(site: Any, view: ViewState, groups: list[Any], trends: list[Any] | None) -> tuple[Any, list[str]]:
+    """The groups list (with a pager and the tracking notice) and its messages by row.
+
+    Without ``trends`` the rows show no sparkline yet and an ``ids.ERRORS_TRENDS_LOAD`` store beside the list makes
+    ``load_trends`` fetch them: the list never waits for one time series per group.
+    """
+    notice = _tracking_notice(site, view)
+    href = lambda page: dash.get_relative_path("/errors") + view.to_search(page=page)  # noqa: E731
+    if not groups:
+        if view.page > 1:
+            body: Any = [
+                empty_state("No more error groups", "This page is past the last group."),
+                comp.link_pager(view.page, has_next=False, href=href),
+            ]
+        else:
+            body = empty_state(
+                "No errors in this range",
+                "No JavaScript errors were recorded for these dates and filters. Widen the range or remove a filter.",
+            )
+        return [notice, body], []
+    listing = comp.error_groups_list(
+        groups,
+        trends if trends is not None else [None] * len(groups),
+        time_zone=view.time_zone,
+        selected=view.error,
+        row_id=lambda index: {"type": ids.ERRORS_GROUP_TYPE, "index": index},
+        trend_id=lambda index: {"type": ids.ERRORS_TREND_TYPE, "index": index},
+    )
+    pager = comp.link_pager(view.page, has_next=len(groups) == GROUPS_PER_PAGE, href=href)
+    messages = [group.value for group in groups]
+    later = [] if trends is not None else [dcc.Store(id=ids.ERRORS_TRENDS_LOAD, data=messages)]
+    return [notice, listing, pager, *later], messages
 
 
 def _trends(api: Any, view: ViewState, messages: list[str], bucket: str) -> list[Any]:
@@ -98,11 +163,11 @@ def _tracking_notice(site: Any, view: ViewState) -> Any:
 @callback(
     Output(ids.ERRORS_GROUPS, "children"),
     Output(ids.ERRORS_GROUP_MESSAGES, "data"),
-    Input(ids.VIEW, "data"),
+    Input(ids.ERRORS_GROUPS_LOAD, "data"),
     State(ids.AUTH, "data"),
 )
 def load_groups(view_data: dict | None, auth: dict | None) -> tuple:
-    """One page of error groups with their sparklines."""
+    """One page of error groups (their sparklines follow), when the layout had no cached answer to draw them from."""
     view = ViewState.from_dict(view_data)
     if view.site_id is None:
         raise PreventUpdate
@@ -114,37 +179,35 @@ def load_groups(view_data: dict | None, auth: dict | None) -> tuple:
         groups = session.cached_call(
             api, "error_names", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE
         )
-        bucket = comp.trend_bucket(view.start_date, view.end_date)
-        trends = _trends(api, view, [group.value for group in groups], bucket)
     except APIError as exc:
         return error_view(exc), []
-    notice = _tracking_notice(site, view)
-    href = lambda page: dash.get_relative_path("/errors") + view.to_search(page=page)  # noqa: E731
-    if not groups:
-        if view.page > 1:
-            body: Any = [
-                empty_state("No more error groups", "This page is past the last group."),
-                comp.link_pager(view.page, has_next=False, href=href),
-            ]
-        else:
-            body = empty_state(
-                "No errors in this range",
-                "No JavaScript errors were recorded for these dates and filters. Widen the range or remove a filter.",
-            )
-        return [notice, body], []
-    listing = comp.error_groups_list(
-        groups,
-        trends,
-        time_zone=view.time_zone,
-        selected=view.error,
-        row_id=lambda index: {"type": ids.ERRORS_GROUP_TYPE, "index": index},
-    )
-    pager = comp.link_pager(view.page, has_next=len(groups) == GROUPS_PER_PAGE, href=href)
-    return [notice, listing, pager], [group.value for group in groups]
+    return _groups_body(site, view, groups, None)
 
 
 @callback(
-    Output(ids.NAVIGATE, "href", allow_duplicate=True),
+    Output({"type": ids.ERRORS_TREND_TYPE, "index": ALL}, "children"),
+    Input(ids.ERRORS_TRENDS_LOAD, "data"),
+    State(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+)
+def load_trends(messages: list | None, view_data: dict | None, auth: dict | None) -> list:
+    """The sparkline of every listed group, once the list is on screen (one time series per group)."""
+    view = ViewState.from_dict(view_data)
+    cells = ctx.outputs_list
+    if view.site_id is None or not messages or len(messages) != len(cells):
+        raise PreventUpdate
+    from api_client import APIError
+
+    bucket = comp.trend_bucket(view.start_date, view.end_date)
+    try:
+        trends = _trends(session.api_for(auth), view, list(messages), bucket)
+    except APIError:
+        raise PreventUpdate from None  # the list and its numbers stay; only the small trends are missing
+    return [comp.group_sparkline(trend, view.time_zone) for trend in trends]
+
+
+@callback(
+    Output(ids.FRAME_HREF, "data", allow_duplicate=True),
     Input({"type": ids.ERRORS_GROUP_TYPE, "index": ALL}, "n_clicks"),
     State(ids.ERRORS_GROUP_MESSAGES, "data"),
     State(ids.VIEW, "data"),
@@ -180,7 +243,7 @@ def _find_group(api: Any, view: ViewState, message: str) -> Any | None:
 
 @callback(
     Output(ids.ERRORS_DETAIL, "children"),
-    Input(ids.VIEW, "data"),
+    Input(ids.ERRORS_DETAIL_LOAD, "data"),
     State(ids.AUTH, "data"),
 )
 def load_detail(view_data: dict | None, auth: dict | None) -> Any:
@@ -189,13 +252,7 @@ def load_detail(view_data: dict | None, auth: dict | None) -> Any:
     if view.site_id is None:
         raise PreventUpdate
     if not view.error:
-        return card(
-            html.P(
-                "Choose an error group above to see it over time and every occurrence with its stack trace.",
-                className="muted",
-            ),
-            title="Error detail",
-        )
+        return _no_group_chosen()
     from api_client import APIError
 
     api = session.api_for(auth)

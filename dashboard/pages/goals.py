@@ -8,7 +8,7 @@ import dash
 from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from dashboard import ids, session
+from dashboard import ids, prefill, session
 from dashboard.components import frame
 from dashboard.components import goals as goal_ui
 from dashboard.components.common import (
@@ -82,6 +82,10 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
         return gate
     sort_value = view.sort if view.sort in goal_ui.SORT_OPTIONS else "createdAt"
     order_value = view.order or "desc"
+    # With the goals (and the overview) of this view already cached, the page is drawn complete right here;
+    # otherwise the ids.GOALS_LOAD store makes a callback load them while the loading state shows.
+    cached = _cached_goals(auth, view)
+    body, data = (None, None) if cached is None else _page_body(view, cached)
     toolbar = html.Div(
         [
             dcc.Input(
@@ -121,61 +125,38 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
                     html.Button("+ New goal", id=ids.GOALS_NEW, n_clicks=0, className="button button-primary"),
                 ],
             ),
-            analytics_frame(view),
+            analytics_frame(view, overview_body=prefill.overview(auth, view)),
             html.Div(id=ids.GOALS_STATUS, className="status"),
-            card(loading(None, ids.GOALS_BODY), title="Goals", actions=toolbar),
+            card(loading(body, ids.GOALS_BODY), title="Goals", actions=toolbar),
             goal_ui.goal_form(),
             delete_dialog(),
             dcc.Store(id=ids.GOALS_REFRESH, data=0),
-            dcc.Store(id=ids.GOALS_DATA),
+            dcc.Store(id=ids.GOALS_DATA, data=data),
+            *([dcc.Store(id=ids.GOALS_LOAD, data=view.to_dict())] if cached is None else []),
         ],
         className="page",
     )
 
 
-@callback(
-    Output(ids.GOALS_BODY, "children"),
-    Output(ids.GOALS_DATA, "data"),
-    Input(ids.VIEW, "data"),
-    Input(ids.GOALS_REFRESH, "data"),
-    Input(ids.GOALS_SEARCH, "value"),
-    State(ids.AUTH, "data"),
-)
-def load_goals(view_data: dict | None, _refresh: int, search: str | None, auth: dict | None) -> tuple:
-    """One page of goals with their numbers for the view (or every goal matching the search)."""
-    view = ViewState.from_dict(view_data)
-    if view.site_id is None:
-        raise PreventUpdate
-    from api_client import APIError
+def _page_args(view: ViewState) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments of the ``goals`` call for one page of the view (the layout and the callback must agree)."""
+    sort = view.sort if view.sort in goal_ui.SORT_OPTIONS else "createdAt"
+    return (view.site_id, view.query()), {
+        "page": view.page,
+        "limit": PAGE_SIZE,
+        "sort": sort,
+        "order": view.order or "desc",
+    }
 
-    api = session.api_for(auth)
-    term = (search or "").strip().lower()
-    if term:
-        try:
-            goals = session.all_goals(api, view)
-        except APIError as exc:
-            return error_view(exc), []
-        found = [g for g in goals if term in (g.name or "").lower() or term in goal_ui.goal_target(g).lower()]
-        if not found:
-            return empty_state(f"No goal matches “{search.strip()}”", "Try part of a name, path or event."), []
-        table = goal_ui.goals_table(found, lambda goal_id: sessions_href(view, goal_id))
-        summary = html.Div(f"{len(found)} of {len(goals)} goals match", className="muted table-count")
-        return [html.Div(table, className="table-scroll"), html.Div(summary, className="table-foot")], [
-            g.model_dump(mode="json") for g in found
-        ]
-    try:
-        result = session.cached_call(
-            api,
-            "goals",
-            view.site_id,
-            view.query(),
-            page=view.page,
-            limit=PAGE_SIZE,
-            sort=view.sort if view.sort in goal_ui.SORT_OPTIONS else "createdAt",
-            order=view.order or "desc",
-        )
-    except APIError as exc:
-        return error_view(exc), []
+
+def _cached_goals(auth: dict | None, view: ViewState) -> Any | None:
+    """The view's page of goals when the response cache already holds it."""
+    args, kwargs = _page_args(view)
+    return session.peek(session.api_for(auth), "goals", *args, **kwargs)
+
+
+def _page_body(view: ViewState, result: Any) -> tuple[Any, list[dict]]:
+    """The table (or empty state) of one page of goals, and the goals as the form callbacks read them."""
     if not result.data:
         if result.meta.total:
             body: Any = empty_state("No goals on this page", "Go back to the first page.")
@@ -199,8 +180,62 @@ def load_goals(view_data: dict | None, _refresh: int, search: str | None, auth: 
     ]
 
 
+def _goals_body(view: ViewState, search: str | None, auth: dict | None) -> tuple:
+    """One page of goals with their numbers for the view (or every goal matching the search)."""
+    if view.site_id is None:
+        raise PreventUpdate
+    from api_client import APIError
+
+    api = session.api_for(auth)
+    term = (search or "").strip().lower()
+    if term:
+        try:
+            goals = session.all_goals(api, view)
+        except APIError as exc:
+            return error_view(exc), []
+        found = [g for g in goals if term in (g.name or "").lower() or term in goal_ui.goal_target(g).lower()]
+        if not found:
+            return empty_state(f"No goal matches “{search.strip()}”", "Try part of a name, path or event."), []
+        table = goal_ui.goals_table(found, lambda goal_id: sessions_href(view, goal_id))
+        summary = html.Div(f"{len(found)} of {len(goals)} goals match", className="muted table-count")
+        return [html.Div(table, className="table-scroll"), html.Div(summary, className="table-foot")], [
+            g.model_dump(mode="json") for g in found
+        ]
+    args, kwargs = _page_args(view)
+    try:
+        result = session.cached_call(api, "goals", *args, **kwargs)
+    except APIError as exc:
+        return error_view(exc), []
+    return _page_body(view, result)
+
+
 @callback(
-    Output(ids.NAVIGATE, "href", allow_duplicate=True),
+    Output(ids.GOALS_BODY, "children"),
+    Output(ids.GOALS_DATA, "data"),
+    Input(ids.GOALS_LOAD, "data"),
+    State(ids.AUTH, "data"),
+)
+def load_goals(view_data: dict | None, auth: dict | None) -> tuple:
+    """The goals of the view, when the layout had no cached answer to draw them from."""
+    return _goals_body(ViewState.from_dict(view_data), None, auth)
+
+
+@callback(
+    Output(ids.GOALS_BODY, "children", allow_duplicate=True),
+    Output(ids.GOALS_DATA, "data", allow_duplicate=True),
+    Input(ids.GOALS_REFRESH, "data"),
+    Input(ids.GOALS_SEARCH, "value"),
+    State(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+    prevent_initial_call=True,
+)
+def reload_goals(_refresh: int, search: str | None, view_data: dict | None, auth: dict | None) -> tuple:
+    """The goals again after a write, or those matching the search."""
+    return _goals_body(ViewState.from_dict(view_data), search, auth)
+
+
+@callback(
+    Output(ids.FRAME_HREF, "data", allow_duplicate=True),
     Input(ids.GOALS_SORT, "value"),
     Input(ids.GOALS_ORDER, "value"),
     State(ids.VIEW, "data"),
@@ -299,6 +334,7 @@ def suggest_targets(hidden: bool, view_data: dict | None, auth: dict | None) -> 
     Output(ids.GOALS_FORM_EVENT_FIELDS, "hidden"),
     Output(ids.GOALS_FORM_VALUE_FIELDS, "hidden"),
     Input(ids.GOALS_FORM_TYPE, "value"),
+    prevent_initial_call=True,  # the form is drawn with the path fields showing, as for its first type
 )
 def switch_type(goal_type: str) -> tuple[bool, bool, bool]:
     """Show the fields of the chosen goal type only."""

@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 import dash
-from dash import ALL, Input, Output, State, callback, ctx, dcc, html
+from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import channels as channel_ui
 from dashboard.components import goals as goal_ui
 from dashboard.components.common import card, empty_state, error_view, invalid_link, loading
-from dashboard.components.frame import analytics_frame, waiting_for_zone
+from dashboard.components.frame import analytics_frame, overview_block, overview_strip, waiting_for_zone
 from dashboard.state import ViewState, parse_view
 
 dash.register_page(__name__, path_template="/share/<site_id>", title="Shared view · sitelens", name="Shared view")
@@ -79,7 +79,9 @@ def layout(
             html.Div(
                 [
                     tab_links(view, active),
-                    analytics_frame(view),
+                    # The strip is read with the link's key, so it loads with the content once the key is known.
+                    analytics_frame(view, overview=False),
+                    overview_block(ids.SHARE_OVERVIEW_BODY),
                     card(loading(None, ids.SHARE_CONTENT)),
                 ],
                 id=ids.SHARE_BODY,
@@ -208,6 +210,7 @@ def _errors(api: Any, view: ViewState) -> tuple[Any, list[str]]:
     Output(ids.SHARE_ERRORS_DATA, "data"),
     Output(ids.SHARE_BODY, "hidden"),
     Output(ids.SHARE_INVALID, "children"),
+    Output(ids.SHARE_OVERVIEW_BODY, "children"),
     Input(ids.VIEW, "data"),
     Input(ids.SHARE, "data"),
     State(ids.SHARE_TAB, "data"),
@@ -237,13 +240,15 @@ def load_shared(view_data: dict | None, share: dict | None, tab: str | None, fra
             content, messages = _errors(api, view)
         else:
             content = _goals(api, view)
+        current = session.cached_call(api, "overview", view.site_id, view.query())
+        previous = session.cached_call(api, "overview", view.site_id, view.previous().query())
     except APIError as exc:
         shown = error_view(exc, shared=True)
         if getattr(shown, "id", None) == "share-invalid":
             # Nothing of the site stays on screen for a link that no longer opens it.
-            return None, "Shared view", [], True, shown
-        return shown, "Shared view", [], False, None
-    return content, site.name or site.domain, messages, False, None
+            return None, "Shared view", [], True, shown, no_update
+        return shown, "Shared view", [], False, None, no_update
+    return content, site.name or site.domain, messages, False, None, overview_strip(current, previous)
 
 
 @callback(
