@@ -14,12 +14,17 @@ USAGE_COLUMNS = tuple(f"{t}_count" for t in EVENT_TYPES)
 
 
 def build_usage_query(site_ids: tuple[int, ...], window: Window, d: Dialect) -> Query:
-    """Rows ``(day, pageview_count, ..., input_change_count, event_count)`` for the days with events."""
+    """Rows ``(day, pageview_count, ..., input_change_count, event_count)`` for the days with events.
+
+    The events are counted per (day, type) first, a grouping on two small keys, and the few resulting rows
+    are spread into columns; one filtered count per type over every event cost about twice as much.
+    """
     p = Params()
     day = f"CAST({d.bucket(local_time('timestamp', window, d, p), 'day')} AS DATE)"
-    counts = ", ".join(f"count(*) FILTER (WHERE type = '{t}') AS {t}_count" for t in EVENT_TYPES)
+    counts = ", ".join(f"coalesce(sum(n) FILTER (WHERE type = '{t}'), 0) AS {t}_count" for t in EVENT_TYPES)
     types = ", ".join(p.add(t) for t in EVENT_TYPES)
-    sql = f"""SELECT {day} AS day, {counts}, count(*) AS event_count
-FROM events WHERE {window_condition(site_ids, window, p)} AND type IN ({types})
+    sql = f"""SELECT day, {counts}, sum(n) AS event_count
+FROM (SELECT {day} AS day, type, count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)} GROUP BY 1, 2)
+WHERE type IN ({types})
 GROUP BY 1 ORDER BY 1"""
     return p.query(sql)
