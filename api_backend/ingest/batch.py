@@ -17,8 +17,10 @@ tuples, group columns as one small array per group taken by each event's group i
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -39,7 +41,7 @@ from api_backend.store.events import EVENT_SCHEMA
 if TYPE_CHECKING:
     from api_backend.ingest.pipeline import ClientInfo, Ingestor
 
-__all__ = ["PAGE_COLUMNS", "BatchOutcome", "error_text", "page_context", "prepare_batch"]
+__all__ = ["PAGE_COLUMNS", "BatchOutcome", "error_text", "page_context", "paused_gc", "prepare_batch"]
 
 UTM_KEYS = ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
 # What ``page_context`` returns, in order.
@@ -80,6 +82,26 @@ def page_context(referrer: str, querystring: str, hostname: str, track_url_param
         querystring, params = "", {}
     url_parameters = json.dumps(params, ensure_ascii=False, separators=(",", ":")) if params else "{}"
     return (referrer, querystring, url_parameters, *(utm.get(key, "") for key in UTM_KEYS), channel)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Hold back the cyclic garbage collector while a batch is decoded or prepared.
+
+    A batch allocates tens of thousands of short-lived containers (decoded events, field tuples, group keys),
+    none of them in reference cycles: reference counting frees them all when the request ends. Left on, the
+    collector runs many times per batch and its older generations walk every long-lived object of the process
+    (the caches of user agents, addresses, visitor ids and the live sessions), which cost about a third of the
+    batch's time. It runs again as usual afterwards.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def error_text(exc: APIError) -> str:

@@ -43,7 +43,7 @@ from typing import Any
 import pyarrow as pa
 
 from api_backend.errors import AuthenticationRequiredError, NotFoundError
-from api_backend.ingest.batch import PAGE_COLUMNS, page_context, prepare_batch
+from api_backend.ingest.batch import PAGE_COLUMNS, page_context, paused_gc, prepare_batch
 from api_backend.ingest.bots import is_bot
 from api_backend.ingest.coalescer import RowCoalescer
 from api_backend.ingest.geo import GeoLocator, open_locator
@@ -249,7 +249,8 @@ class Ingestor:
 
         Each event gets the outcome ``track`` would give it (``batch.prepare_batch``), all stamped with one time.
         """
-        outcome = prepare_batch(self, events, client, header_key, self.clock(), exact_event)
+        with paused_gc():
+            outcome = prepare_batch(self, events, client, header_key, self.clock(), exact_event)
         if outcome.table is not None:
             await self.write(outcome.table)
         return {

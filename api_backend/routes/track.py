@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError
+from api_backend.ingest.batch import paused_gc
 from api_backend.ingest.payload import TrackEvent, load_json, parse_event, parse_identify
 from api_backend.ingest.pipeline import ClientInfo
 from api_backend.services import Services
@@ -23,6 +24,7 @@ from api_backend.store.events import EVENT_TYPES
 router = APIRouter(tags=["tracking"])
 
 MAX_BATCH = 1000
+_SMALL_BODY = 64 * 1024
 
 
 class TrackEventBody(BaseModel):
@@ -137,7 +139,11 @@ async def _fast_json_body(request: Request) -> tuple[Any, bytes, bool]:
     """The body decoded by ``payload.load_json``: ``(value, raw body, decoded by orjson?)``."""
     raw = await _raw_body(request)
     try:
-        value, fast = load_json(raw)
+        if len(raw) < _SMALL_BODY:
+            value, fast = load_json(raw)
+        else:
+            with paused_gc():  # a batch decodes into thousands of containers (see paused_gc)
+                value, fast = load_json(raw)
     except (ValueError, RecursionError):
         raise _not_json() from None
     return value, raw, fast
