@@ -19,7 +19,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api_backend.query.filters import SESSION_CHANNEL, SESSION_PARAMETERS, SESSION_USER, Filter, compare, session_value
+from api_backend.query.filters import (
+    SESSION_CHANNEL,
+    SESSION_PARAMETERS,
+    SESSION_USER,
+    Filter,
+    compare,
+    session_condition,
+    session_value,
+)
 from api_backend.query.metric import keeps_empty_value, session_values_sql
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Dialect, Params, Query, json_path
@@ -274,7 +282,21 @@ def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: 
         first_set(c) for c in ("referrer", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
     )
     # Rank converted sessions on the cheap (end time only), then describe just the requested page.
-    converted = session_groups(scope, ", max(timestamp) AS session_end", d, p, f"bool_or({condition})")
+    if scope.row_filters:
+        converted = session_groups(scope, ", max(timestamp) AS session_end", d, p, f"bool_or({condition})")
+    else:
+        # Group only the rows of sessions with a matching event (a semi-join on the few matching rows) instead
+        # of every session of the window with a per-row flag: about a third cheaper for a goal reached by a
+        # quarter of the sessions. The session filters stay a HAVING over the session's in-window rows.
+        hits = (
+            f"SELECT session_id FROM events WHERE {window_condition(scope.site_ids, scope.window, p)} AND {condition}"
+        )
+        having = " AND ".join(session_condition(f, d, p) for f in scope.session_filters)
+        converted = (
+            f"SELECT session_id, max(timestamp) AS session_end FROM events "
+            f"WHERE {window_condition(scope.site_ids, scope.window, p)} AND session_id IN ({hits}) "
+            f"GROUP BY session_id{f' HAVING {having}' if having else ''}"
+        )
     sql = f"""{start}conv AS MATERIALIZED ({converted}),
 page AS (SELECT session_id, row_number() OVER (ORDER BY session_end DESC, session_id) AS rn FROM conv
          ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)}),
