@@ -151,6 +151,12 @@ SETTINGS: tuple[Setting, ...] = (
         "false",
         "Take the visitor IP from `X-Forwarded-For` (only behind a reverse proxy you control).",
     ),
+    Setting(
+        "access_log",
+        _parse_bool,
+        "false",
+        "Log one line per HTTP request from `sitelens serve` (costs about a third of single-event throughput).",
+    ),
 )
 
 
@@ -170,6 +176,7 @@ class Settings:
     duckdb_memory_limit: str = "1GB"
     login_token_days: int = 30
     trust_proxy: bool = False
+    access_log: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -338,12 +338,16 @@ def test_cli015_admin_works_while_the_event_store_is_locked(data_dir: Path, stor
         holder.wait(timeout=30)
 
 
-def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path) -> None:
+@pytest.mark.parametrize("access_log", [False, True])
+def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path, access_log: bool) -> None:
     port = free_port()
     command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "api_backend.cli"]
+    env = _env(tmp_path / "ignored")
+    if access_log:
+        env["SITELENS_ACCESS_LOG"] = "true"
     server = subprocess.Popen(
         [*command, "serve", "--port", str(port), "--data-dir", str(tmp_path / "served")],
-        env=_env(tmp_path / "ignored"),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -368,6 +372,8 @@ def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+    # One line per request only when asked for.
+    assert ("GET /api/organizations" in server.stdout.read()) is access_log
 
 
 def test_cli017_dashboard_needs_an_api_url(data_dir: Path) -> None:
