@@ -14,13 +14,14 @@ from fastapi import Depends, Query
 
 from api_backend.errors import InvalidRequestError
 from api_backend.query.filters import Filter, parse_filters
+from api_backend.query.results import ResultCache
 from api_backend.query.scope import Scope
 from api_backend.query.sql import DUCKDB, Dialect
 from api_backend.query.sql import Query as SQLQuery
 from api_backend.query.window import Window, parse_window
 from api_backend.services import Services
 
-__all__ = ["ReadParams", "ReadQuery", "WindowQuery", "dialect_of", "run_query"]
+__all__ = ["ReadParams", "ReadQuery", "WindowQuery", "dialect_of", "run_cached_query", "run_query"]
 
 
 @dataclass(frozen=True)
@@ -116,3 +117,13 @@ def run_query(services: Services, query: SQLQuery) -> list[dict[str, Any]]:
         if any(word in text for word in ("regex", "regular expression", "repetition", "escape sequence")):
             raise InvalidRequestError.for_field("filters", "the regular expression is not supported") from None
         raise
+
+
+def run_cached_query(services: Services, query: SQLQuery, scope: Scope) -> list[dict[str, Any]]:
+    """``run_query`` through the result cache, for a query reading ``scope``'s window of its sites.
+
+    The cache answers only while no event entered that window since the result was computed (see
+    ``api_backend.query.results``), so a read always includes every event acknowledged before it.
+    """
+    cache = services.extras.setdefault("read_results", ResultCache())
+    return cache.run(query, scope.site_ids, scope.window, lambda q: run_query(services, q))

@@ -1,0 +1,146 @@
+"""The read result cache: repeated reads are answered from it, and never hide an acknowledged write.
+
+Numbers are checked against truth counted here in Python from the generated events.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from api_backend.query.results import ResultCache
+from api_backend.query.sql import Query
+from api_backend.routes.read_params import ReadParams
+from api_backend.store.events import rows_to_table
+
+WINDOW = {"start_date": "2026-05-01", "end_date": "2026-05-31", "time_zone": "UTC"}
+PATHS = ["/", "/pricing", "/docs/a"]
+
+
+def _rows(site_id: int, sessions: int, start: datetime, prefix: str = "s") -> list[dict[str, Any]]:
+    """``sessions`` sessions of 1-3 pageviews, two hours apart from ``start``."""
+    rows = []
+    for n in range(sessions):
+        when = start + timedelta(hours=2 * n)
+        for i in range(n % 3 + 1):
+            rows.append(
+                {
+                    "site_id": site_id,
+                    "session_id": f"{prefix}{n}",
+                    "user_id": f"v{prefix}{n % 7}",
+                    "timestamp": when + timedelta(minutes=i),
+                    "type": "pageview",
+                    "pathname": PATHS[(n + i) % len(PATHS)],
+                }
+            )
+    return rows
+
+
+def _truth(rows: list[dict[str, Any]]) -> dict[str, int]:
+    return {
+        "sessions": len({r["session_id"] for r in rows}),
+        "pageviews": len(rows),
+        "users": len({r["user_id"] for r in rows}),
+    }
+
+
+def _overview(client, owner, site_id: int) -> dict[str, int]:
+    response = client.get(f"/api/sites/{site_id}/overview", params=WINDOW, headers=owner.headers)
+    assert response.status_code == 200, response.text
+    data = response.json()["data"]
+    return {k: data[k] for k in ("sessions", "pageviews", "users")}
+
+
+def _pricing_sessions(client, owner, site_id: int) -> int:
+    response = client.get(
+        f"/api/sites/{site_id}/metric", params={**WINDOW, "parameter": "pathname"}, headers=owner.headers
+    )
+    assert response.status_code == 200, response.text
+    return next(r["count"] for r in response.json()["data"]["data"] if r["value"] == "/pricing")
+
+
+@pytest.fixture
+def seeded(services, site):
+    rows = _rows(site.site_id, 60, datetime(2026, 5, 2, 8))
+    services.events.append(rows_to_table(rows))
+    return site, rows
+
+
+def test_cache001_repeated_read_is_answered_from_the_cache(client, owner, services, seeded):
+    site, rows = seeded
+    first = _overview(client, owner, site.site_id)
+    assert first == _truth(rows)
+    cache = services.extras["read_results"]
+    assert len(cache) == 1
+    # A second identical read reuses the entry; a different question adds one.
+    assert _overview(client, owner, site.site_id) == first
+    assert len(cache) == 1
+    _pricing_sessions(client, owner, site.site_id)
+    assert len(cache) == 2
+
+
+@pytest.mark.parametrize("path", ["writer", "append"])
+def test_cache002_read_after_acknowledged_write_sees_it(client, owner, services, seeded, path):
+    site, rows = seeded
+    before = _overview(client, owner, site.site_id)
+    pricing_before = _pricing_sessions(client, owner, site.site_id)
+    new = _rows(site.site_id, 2, datetime(2026, 5, 30, 9), prefix="late")
+    new[0]["pathname"] = "/pricing"
+    if path == "writer":
+        services.writer.write(new)  # returns once committed: the acknowledgement a tracking route waits for
+    else:
+        services.events.append(rows_to_table(new))
+    after = _overview(client, owner, site.site_id)
+    assert after == _truth(rows + new)
+    assert after["sessions"] == before["sessions"] + 2
+    pricing = {r["session_id"] for r in rows + new if r["pathname"] == "/pricing"}
+    assert pricing_before == len({r["session_id"] for r in rows if r["pathname"] == "/pricing"})
+    assert _pricing_sessions(client, owner, site.site_id) == len(pricing) > pricing_before
+
+
+def test_cache003_events_outside_the_window_keep_the_entry(client, owner, services, seeded):
+    site, rows = seeded
+    first = _overview(client, owner, site.site_id)
+    services.events.append(rows_to_table(_rows(site.site_id, 3, datetime(2026, 6, 2, 9), prefix="june")))
+    cache = services.extras["read_results"]
+    assert _overview(client, owner, site.site_id) == first == _truth(rows)
+    assert len(cache) == 1  # the June events did not change May's key
+
+
+def test_cache004_concurrent_misses_share_one_run_and_errors_are_not_kept():
+    window = ReadParams(**WINDOW).window()
+    cache = ResultCache()
+    gate = threading.Event()
+    calls: list[str] = []
+
+    def run(query: Query) -> list[dict[str, Any]]:
+        if query.sql.startswith("SELECT count(*) AS n"):
+            return [{"n": 5}]
+        calls.append(query.sql)
+        gate.wait(5)
+        return [{"x": 1}]
+
+    query = Query("SELECT 1 AS x", {})
+    results: list[list[dict[str, Any]]] = []
+    threads = [threading.Thread(target=lambda: results.append(cache.run(query, (1,), window, run))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert results == [[{"x": 1}]] * 4 and len(calls) == 1
+    # Callers get copies: changing one result does not change what the next caller gets.
+    results[0][0]["x"] = 2
+    assert cache.run(query, (1,), window, run) == [{"x": 1}]
+
+    def fail(q: Query) -> list[dict[str, Any]]:
+        if q.sql.startswith("SELECT count(*) AS n"):
+            return [{"n": 6}]
+        raise RuntimeError("engine down")
+
+    with pytest.raises(RuntimeError):
+        cache.run(query, (1,), window, fail)
+    assert cache.run(query, (1,), window, lambda q: [{"n": 6}] if "count" in q.sql else [{"x": 3}]) == [{"x": 3}]
