@@ -197,6 +197,13 @@ def _goal_masks(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> list[str]:
     return masks
 
 
+def _mask_counts(goals: int) -> str:
+    """``, count(*) FILTER (...) AS g0, ...``: sessions whose masks (from ``_goal_masks``) have each goal's bit."""
+    return "".join(
+        f", count(*) FILTER (WHERE (m{i // _MASK_BITS} & {1 << (i % _MASK_BITS)}) <> 0) AS g{i}" for i in range(goals)
+    )
+
+
 def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
     """One row: ``sessions`` then ``g0, g1, ...`` = converted sessions of each goal, in ``goals`` order.
 
@@ -209,10 +216,7 @@ def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Qu
     start = opening(scope, d, p, rows_needed=False)
     masks = _goal_masks(goals, d, p)
     columns = "".join(f", bit_or({m}) AS m{j}" for j, m in enumerate(masks))
-    counts = "".join(
-        f", count(*) FILTER (WHERE (m{i // _MASK_BITS} & {1 << (i % _MASK_BITS)}) <> 0) AS g{i}"
-        for i in range(len(goals))
-    )
+    counts = _mask_counts(len(goals))
     sql = f"""{start}per AS ({session_groups(scope, columns, d, p)})
 SELECT count(*) AS sessions{counts} FROM per"""
     return p.query(sql)
@@ -228,10 +232,10 @@ def build_goals_rollup_query(scope: Scope, goals: Sequence[GoalSpec], parameter:
     """
     p = Params()
     where = window_condition(scope.site_ids, scope.window, p)
-    conditions = [goal_condition(g.goal_type, g.config, d, p) for g in goals]
-    flags = "".join(f", bool_or({c}) AS g{i}" for i, c in enumerate(conditions))
-    counts = "".join(f", count(*) FILTER (WHERE g{i}) AS g{i}" for i in range(len(goals)))
-    sql = f"""WITH per AS (SELECT session_id, {session_value(parameter, d, p)} AS value{flags}
+    value = session_value(parameter, d, p)
+    flags = "".join(f", bit_or({m}) AS m{j}" for j, m in enumerate(_goal_masks(goals, d, p)))
+    counts = _mask_counts(len(goals))
+    sql = f"""WITH per AS (SELECT session_id, {value} AS value{flags}
              FROM events WHERE {where} GROUP BY session_id)
 SELECT value, count(*) AS sessions{counts} FROM per GROUP BY value ORDER BY sessions DESC, value LIMIT {p.add(limit)}"""
     return p.query(sql)
