@@ -144,3 +144,20 @@ def test_cache004_concurrent_misses_share_one_run_and_errors_are_not_kept():
     with pytest.raises(RuntimeError):
         cache.run(query, (1,), window, fail)
     assert cache.run(query, (1,), window, lambda q: [{"n": 6}] if "count" in q.sql else [{"x": 3}]) == [{"x": 3}]
+
+
+def test_cache005_org_usage_sees_an_acknowledged_write(client, owner, services, seeded):
+    site, rows = seeded
+
+    def pageviews_on_may_30() -> int:
+        response = client.get(f"/api/org-event-count/{site.organization_id}", params=WINDOW, headers=owner.headers)
+        assert response.status_code == 200, response.text
+        day = next(d for d in response.json()["data"] if d["event_date"] == "2026-05-30")
+        return day["pageview_count"]
+
+    expected = sum(1 for r in rows if r["timestamp"].date().isoformat() == "2026-05-30")
+    assert pageviews_on_may_30() == expected
+    assert pageviews_on_may_30() == expected  # the repeated read, from the cache
+    new = _rows(site.site_id, 1, datetime(2026, 5, 30, 9), prefix="late")
+    services.writer.write(new)
+    assert pageviews_on_may_30() == expected + len(new)

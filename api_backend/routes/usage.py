@@ -8,9 +8,10 @@ from typing import Any
 from fastapi import APIRouter
 
 from api_backend.auth import OrgMember, ServicesDep
+from api_backend.query.scope import Scope
 from api_backend.query.usage import USAGE_COLUMNS, build_usage_query
 from api_backend.query.window import Window, local_midnight_utc, to_local
-from api_backend.routes.read_params import WindowQuery, dialect_of, run_query
+from api_backend.routes.read_params import WindowQuery, dialect_of, run_cached_query
 
 router = APIRouter(tags=["organizations"])
 
@@ -30,7 +31,8 @@ def org_event_count(access: OrgMember, services: ServicesDep, params: WindowQuer
     site_ids = tuple(s.site_id for s in services.metadata.sites_of(access.organization.id))
     rows = []
     if site_ids and (window.end is None or window.start is None or window.start <= window.end):
-        rows = run_query(services, build_usage_query(site_ids, window, dialect_of(services)))
+        query = build_usage_query(site_ids, window, dialect_of(services))
+        rows = run_cached_query(services, query, Scope(site_ids, window))
     by_day = {r["day"]: r for r in rows}
     first = to_local(window.start, zone).date()
     last_instant = window.end if window.include_end else window.end - timedelta(microseconds=1)
