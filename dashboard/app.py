@@ -281,41 +281,28 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
     @app.callback(
         Output(ids.OVERVIEW_BODY, "children"),
         Input(ids.OVERVIEW_LOAD, "data"),
-        State(ids.SHARE, "data"),
         State(ids.AUTH, "data"),
-        State(ids.NAVIGATE, "pathname"),
-        State(ids.NAVIGATE, "hash"),
     )
-    def load_overview(
-        view_data: dict | None, share: dict | None, auth: dict | None, pathname: str | None, fragment: str | None
-    ) -> Any:
+    def load_overview(view_data: dict | None, auth: dict | None) -> Any:
         """The overview strip: this range and the previous range of the same length (two cached calls).
 
         Runs only when the page layout could not draw the strip from cached answers (``ids.OVERVIEW_LOAD``). Its
         one Input is that store: Dash also runs a callback whose output appears on a page, and a page drawn without
         the store then has none of its inputs, so it stays quiet. (The shared view draws its strip with its content.)
         """
-        view = ViewState.from_dict(view_data)
-        if view.site_id is None:
-            raise PreventUpdate
-        from api_client import APIError
+        return _overview(ViewState.from_dict(view_data), auth)
 
-        shared = _path(pathname).startswith("/share/")
-        has_key = bool(share and str(share.get("siteId")) == str(view.site_id))
-        if shared and not has_key and fragment and len(fragment) > 1:
-            raise PreventUpdate  # the key is still being copied from the fragment
-        # A shared view reads with the link's key only (or nothing, for a public site), even when signed in.
-        api = session.shared_api(share, view.site_id) if shared else session.api_for(auth)
-        try:
-            if shared:
-                # Cached numbers must not outlive a revoked key: check the key first (one small call).
-                api.site(view.site_id)
-            current = session.cached_call(api, "overview", view.site_id, view.query())
-            previous = session.cached_call(api, "overview", view.site_id, view.previous().query())
-        except APIError as exc:
-            # In a private-link view the page itself says when the link is not valid; the strip stays quiet.
-            return error_view(exc, shared=shared)
-        return frame.overview_strip(current, previous)
+    @app.callback(
+        Output(ids.OVERVIEW_BODY, "children", allow_duplicate=True),
+        Input({"type": ids.OVERVIEW_AFTER_TYPE, "index": ALL}, "data"),
+        State(ids.AUTH, "data"),
+        prevent_initial_call=True,
+    )
+    def load_overview_after(views: list, auth: dict | None) -> Any:
+        """The overview strip of a page that loads its own body first: the body's callback hands over the view."""
+        if not views or not views[0]:
+            raise PreventUpdate
+        return _overview(ViewState.from_dict(views[0]), auth)
 
     @app.callback(
         Output(ids.FILTER_SUGGESTIONS, "children"),
@@ -362,6 +349,29 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
             except APIError:
                 pass  # the token may already be gone; forgetting it locally is what matters
         return None, dash.get_relative_path("/login?reason=signed_out")
+
+
+def _overview(view: ViewState, auth: dict | None) -> Any:
+    """The overview strip of ``view`` for the signed-in person; both periods are fetched side by side."""
+    if view.site_id is None:
+        raise PreventUpdate
+    from concurrent.futures import ThreadPoolExecutor
+
+    from api_client import APIError
+
+    api = session.api_for(auth)
+    server = flask.current_app._get_current_object()
+
+    def fetch(period: ViewState) -> Any:
+        with server.app_context():
+            return session.cached_call(api, "overview", period.site_id, period.query())
+
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            current, previous = pool.map(fetch, (view, view.previous()))
+    except APIError as exc:
+        return error_view(exc)
+    return frame.overview_strip(current, previous)
 
 
 def _site_options(auth: dict | None) -> list[dict[str, Any]]:

@@ -36,6 +36,8 @@ OVERVIEW = "frame-overview"
 OVERVIEW_BODY = "frame-overview-body"
 # Present only when the layout could not draw the overview strip from cached answers: its callback loads it.
 OVERVIEW_LOAD = "frame-overview-load"
+# {"type": ..., "index": 0}: dcc.Store on a page that loads its body before the strip; the body's callback fills it.
+OVERVIEW_AFTER_TYPE = "frame-overview-after"
 # dcc.Store inside the frame: page and frame controls write the next URL here; a clientside callback moves there.
 # (Writing into the page itself, not the shell's Location, lets prevent_initial_call hold when the page is drawn.)
 FRAME_HREF = "frame-href"

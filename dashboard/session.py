@@ -17,6 +17,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import flask
@@ -72,6 +73,8 @@ _CONFIG_KEY = "SITELENS_API_URL"
 _EXTENSION = "sitelens"
 cache = Cache()
 _lock = threading.Lock()
+# Calls running right now, by cache key: a second request for the same answer waits for the first one.
+_in_flight: dict[str, Future[Any]] = {}
 
 
 def bind_server(server: flask.Flask, api_url: str, cache_config: Mapping[str, Any] | None = None) -> None:
@@ -174,17 +177,38 @@ def cached_call(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) 
     """``getattr(api, method_name)(*args, **kwargs)``, answered from the cache when the same call ran recently.
 
     Cached answers are served only while the credential is known to be valid (``_verify``). Failures are never
-    cached: the exception propagates to the page, which shows ``error_view(exc)``.
+    cached: the exception propagates to the page, which shows ``error_view(exc)``. The same call (same credential and
+    arguments) already running for another request is waited for instead of being sent again: a page opened twice
+    in a row, or two callbacks wanting the same answer, cost the API one query.
     """
     key = _key(api, method_name, args, kwargs)
     hit = cache.get(key)
     if hit is not None:
         _verify(api, method_name, args)
         return hit
-    value = getattr(api, method_name)(*args, **kwargs)
-    if value is not None:
-        cache.set(key, value)
+    with _lock:
+        running = _in_flight.get(key)
+        if running is None:
+            mine: Future[Any] = Future()
+            _in_flight[key] = mine
+    if running is not None:
+        return running.result()
+    try:
+        value = getattr(api, method_name)(*args, **kwargs)
+        if value is not None:
+            cache.set(key, value)  # before the call stops being "running", so no request falls in between
+    except BaseException as exc:
+        _done(key)
+        mine.set_exception(exc)
+        raise
+    _done(key)
+    mine.set_result(value)
     return value
+
+
+def _done(key: str) -> None:
+    with _lock:
+        _in_flight.pop(key, None)
 
 
 def peek(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) -> Any | None:

@@ -369,12 +369,19 @@ def overview_strip(current: Any, previous: Any = None) -> html.Div:
 
 
 def analytics_frame(
-    view: ViewState, *, overview: bool = True, overview_body: Any = None, today: Any = None
+    view: ViewState,
+    *,
+    overview: bool = True,
+    overview_body: Any = None,
+    overview_after_body: bool = False,
+    today: Any = None,
 ) -> html.Div:
     """Everything above an analytics page's own content: controls, filter chips, overview strip, and the view store.
 
     ``overview_body`` is the strip already drawn (from cached answers); without it the frame carries an
-    ``ids.OVERVIEW_LOAD`` store, whose callback loads the strip.
+    ``ids.OVERVIEW_LOAD`` store, whose callback loads the strip, or with ``overview_after_body`` an
+    ``ids.OVERVIEW_AFTER_TYPE`` store that the page's body callback fills once the page's own data is on screen (the
+    strip's queries then do not compete with the page's main one).
     """
     children: list[Any] = [
         dcc.Store(id=ids.VIEW, data=view.to_dict()),
@@ -383,7 +390,9 @@ def analytics_frame(
         filter_chips(view.filters),
     ]
     if overview:
-        if overview_body is None:
+        if overview_body is None and overview_after_body:
+            children.append(dcc.Store(id={"type": ids.OVERVIEW_AFTER_TYPE, "index": 0}))
+        elif overview_body is None:
             children.append(dcc.Store(id=ids.OVERVIEW_LOAD, data=view.to_dict()))
         children.append(overview_block(ids.OVERVIEW_BODY, overview_body, block_id=ids.OVERVIEW))
     return html.Div(children, className="frame")

@@ -61,7 +61,8 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
                 "JavaScript errors grouped by message. Choose a group to see when it happens and where.",
                 actions=csv_button(ids.ERRORS_GROUPS_CSV, ids.ERRORS_GROUPS_CSV_DOWNLOAD, "Download groups"),
             ),
-            analytics_frame(view, overview_body=prefill.overview(auth, view)),
+            # A first view loads the groups before the strip, so the strip's queries do not slow the list down.
+            analytics_frame(view, overview_body=prefill.overview(auth, view), overview_after_body=groups_body is None),
             dcc.Store(id=ids.ERRORS_GROUP_MESSAGES, data=messages),
             dcc.Store(id=ids.ERRORS_OCCURRENCES_PAGE, data=1),
             card(loading(groups_body, ids.ERRORS_GROUPS), title="Error groups"),
@@ -163,16 +164,19 @@ def _tracking_notice(site: Any, view: ViewState) -> Any:
 @callback(
     Output(ids.ERRORS_GROUPS, "children"),
     Output(ids.ERRORS_GROUP_MESSAGES, "data"),
+    Output({"type": ids.OVERVIEW_AFTER_TYPE, "index": ALL}, "data"),
     Input(ids.ERRORS_GROUPS_LOAD, "data"),
     State(ids.AUTH, "data"),
 )
 def load_groups(view_data: dict | None, auth: dict | None) -> tuple:
-    """One page of error groups (their sparklines follow), when the layout had no cached answer to draw them from."""
+    """One page of error groups, when the layout had no cached answer to draw them from; their sparklines and the
+    overview strip (when the layout left it waiting) follow."""
     view = ViewState.from_dict(view_data)
     if view.site_id is None:
         raise PreventUpdate
     from api_client import APIError
 
+    after = [view_data] * len(ctx.outputs_list[2])
     api = session.api_for(auth)
     try:
         site = session.cached_call(api, "site", view.site_id)
@@ -180,8 +184,8 @@ def load_groups(view_data: dict | None, auth: dict | None) -> tuple:
             api, "error_names", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE
         )
     except APIError as exc:
-        return error_view(exc), []
-    return _groups_body(site, view, groups, None)
+        return error_view(exc), [], after
+    return (*_groups_body(site, view, groups, None), after)
 
 
 @callback(

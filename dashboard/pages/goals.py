@@ -125,7 +125,8 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
                     html.Button("+ New goal", id=ids.GOALS_NEW, n_clicks=0, className="button button-primary"),
                 ],
             ),
-            analytics_frame(view, overview_body=prefill.overview(auth, view)),
+            # A first view loads the goals before the strip, so the strip's queries do not slow the table down.
+            analytics_frame(view, overview_body=prefill.overview(auth, view), overview_after_body=cached is None),
             html.Div(id=ids.GOALS_STATUS, className="status"),
             card(loading(body, ids.GOALS_BODY), title="Goals", actions=toolbar),
             goal_ui.goal_form(),
@@ -212,12 +213,15 @@ def _goals_body(view: ViewState, search: str | None, auth: dict | None) -> tuple
 @callback(
     Output(ids.GOALS_BODY, "children"),
     Output(ids.GOALS_DATA, "data"),
+    Output({"type": ids.OVERVIEW_AFTER_TYPE, "index": ALL}, "data"),
     Input(ids.GOALS_LOAD, "data"),
     State(ids.AUTH, "data"),
 )
 def load_goals(view_data: dict | None, auth: dict | None) -> tuple:
-    """The goals of the view, when the layout had no cached answer to draw them from."""
-    return _goals_body(ViewState.from_dict(view_data), None, auth)
+    """The goals of the view, when the layout had no cached answer to draw them from; then the overview strip's
+    turn (when the layout left it waiting for the goals)."""
+    body, data = _goals_body(ViewState.from_dict(view_data), None, auth)
+    return body, data, [view_data] * len(ctx.outputs_list[2])
 
 
 @callback(
