@@ -115,9 +115,10 @@ def test_dash_errors001_groups_open_stack_and_bucket(dash_duo, services, api_bas
     assert second.find_element(By.CSS_SELECTOR, ".error-message").text == HOSTILE
     assert second.find_element(By.CSS_SELECTOR, ".error-group-count").text == str(occurrences[HOSTILE])
     assert dash_duo.driver.find_elements(By.CSS_SELECTOR, ".error-message script") == []
-    # Each group has a sparkline: one bar per day of the 7-day range, tallest where the errors are.
-    bars = first.find_elements(By.CSS_SELECTOR, ".spark-bar")
-    assert len(bars) == 7
+    # Each group has a sparkline (loaded once the list is shown): one bar per day of the 7-day range.
+    bars = wait_until(
+        lambda: (found := first.find_elements(By.CSS_SELECTOR, ".spark-bar")) and len(found) == 7 and found
+    )
     assert "spark-bar-empty" in bars[0].get_attribute("class")
     dash_duo.driver.save_screenshot(str(output_dir / "errors.png"))
 
@@ -179,4 +180,52 @@ def test_dash_errors002_filtered_groups_csv_and_occurrence_pages(dash_duo, servi
     assert dash_duo.find_element("#errors-occurrences-next").get_attribute("disabled") == "true"
     dash_duo.find_element("#errors-occurrences-prev").click()
     dash_duo.wait_for_text_to_equal(".occurrences-count", "1–20 of 25", timeout=15)
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def callback_round_trips(dash_duo) -> int:
+    """Dash callback requests the browser made since this page was opened (resource timing)."""
+    return dash_duo.driver.execute_script(
+        "return performance.getEntriesByType('resource').filter(e => e.name.includes('_dash-update-component')).length;"
+    )
+
+
+def bar_titles(dash_duo, index: int) -> list[str]:
+    row = dash_duo.find_element(f".error-group[data-index='{index}']")
+    return [bar.get_attribute("title") for bar in row.find_elements(By.CSS_SELECTOR, ".spark-bar")]
+
+
+def test_dash_errors003_sparklines_follow_the_list_and_a_reopened_page_needs_no_callback(
+    dash_duo, services, api_base, output_dir
+):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com", track_errors=True)
+    load_events(services, site.site_id)
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    url = f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}"
+    dash_duo.driver.get(url)
+    dash_duo.wait_for_element(".error-group[data-index='1']", timeout=15)
+    # By hand (Berlin days 1-7 March): the TypeErrors are 13 on the 2nd (even i) and 12 on the 5th (odd i);
+    # the two hostile errors are on the 6th (22:30 UTC = 23:30 CET).
+    type_error = wait_until(lambda: (titles := bar_titles(dash_duo, 0)) and len(titles) == 7 and titles)
+    assert type_error[1] == "2026-03-02 00:00: 13" and type_error[4] == "2026-03-05 00:00: 12"
+    assert sum(int(t.rsplit(": ", 1)[1]) for t in type_error) == 25
+    hostile = wait_until(lambda: (titles := bar_titles(dash_duo, 1)) and len(titles) == 7 and titles)
+    assert hostile[5] == "2026-03-06 00:00: 2" and sum(int(t.rsplit(": ", 1)[1]) for t in hostile) == 2
+    # Sessions s0..s9 (page views; the error sessions s0-s4 and s9 are among them).
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
+    time.sleep(0.5)
+    first = callback_round_trips(dash_duo)
+
+    # Opened again: list, sparklines and strip come with the page's layout.
+    dash_duo.driver.get(url)
+    dash_duo.wait_for_element(".error-group[data-index='1']", timeout=10)
+    assert bar_titles(dash_duo, 0) == type_error and bar_titles(dash_duo, 1) == hostile
+    assert dash_duo.find_element("#frame-overview-sessions").text == "10"
+    time.sleep(1)
+    again = callback_round_trips(dash_duo)
+    assert again == 2 and first > again, (first, again)
+    assert "Choose an error group" in dash_duo.find_element("#errors-detail").text
+    dash_duo.driver.save_screenshot(str(output_dir / "errors-reopened.png"))
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
