@@ -43,7 +43,7 @@ from typing import Any
 import pyarrow as pa
 
 from api_backend.errors import AuthenticationRequiredError, NotFoundError
-from api_backend.ingest.batch import PAGE_COLUMNS, page_context, paused_gc, prepare_batch
+from api_backend.ingest.batch import PAGE_COLUMNS, BatchOutcome, page_context, prepare_batch
 from api_backend.ingest.bots import is_bot
 from api_backend.ingest.coalescer import RowCoalescer
 from api_backend.ingest.geo import GeoLocator, open_locator
@@ -238,27 +238,18 @@ class Ingestor:
         await self.write([outcome])
         return {"success": True}
 
-    async def track_batch(
+    def prepare_batch(
         self,
         events: list[Any],
         client: ClientInfo,
         header_key: str | None,
         exact_event: Callable[[int], Any] | None = None,
-    ) -> dict[str, Any]:
-        """Process up to a batch of raw events in one write; answer once committed (the ``/track/batch`` body).
+    ) -> BatchOutcome:
+        """Validate, filter and enrich raw batch events into one table, all stamped with one clock reading.
 
-        Each event gets the outcome ``track`` would give it (``batch.prepare_batch``), all stamped with one time.
+        Each event gets the outcome ``track`` would give it (see ``batch.prepare_batch``); nothing is written.
         """
-        with paused_gc():
-            outcome = prepare_batch(self, events, client, header_key, self.clock(), exact_event)
-        if outcome.table is not None:
-            await self.write(outcome.table)
-        return {
-            "success": True,
-            "accepted": outcome.accepted,
-            "rejected": outcome.rejected,
-            "dropped": outcome.dropped,
-        }
+        return prepare_batch(self, events, client, header_key, self.clock(), exact_event)
 
     async def write(self, rows: list[dict[str, Any]] | pa.Table) -> int:
         """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared group commit; wait until committed."""
