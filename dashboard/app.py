@@ -38,6 +38,7 @@ def _shell() -> html.Div:
             dcc.Store(id=ids.SHARE, storage_type="session"),
             dcc.Store(id=ids.BROWSER_ZONE, storage_type="local"),
             dcc.Store(id=ids.SITE_CHOICE),
+            dcc.Store(id=ids.ZONE_NAMES, data={"common": list(frame.COMMON_ZONES), "all": list(frame.zone_names())}),
             dcc.Location(id=ids.NAVIGATE, refresh="callback-nav"),
             frame.navbar(),
             html.Main(dash.page_container, id=ids.MAIN, className="main"),
@@ -181,6 +182,16 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         target = path if dash.get_relative_path(path) in site_pages else "/goals"
         new_search = view.replace(site_id=site_id, goal=None, error=None, page=1, sort=None, order=None).to_search()
         return dash.get_relative_path(target) + new_search
+
+    # The time zone selector starts with the common zones; typing searches every zone, in the browser.
+    app.clientside_callback(
+        frame.ZONE_SEARCH_JS,
+        Output(ids.TIME_ZONE, "options"),
+        Input(ids.TIME_ZONE, "search_value"),
+        State(ids.TIME_ZONE, "value"),
+        State(ids.ZONE_NAMES, "data"),
+        prevent_initial_call=True,
+    )
 
     # Frame and page controls write the next URL into the page's own store (so they do not fire when the page is
     # drawn); this moves the browser there without a round trip.

@@ -25,6 +25,7 @@ DATE_RANGE = "frame-date-range"
 DATE_BACK = "frame-date-back"
 DATE_FORWARD = "frame-date-forward"
 TIME_ZONE = "frame-time-zone"
+ZONE_NAMES = "frame-zone-names"  # dcc.Store in the shell: every zone the time zone selector finds by typing
 FILTER_PARAMETER = "frame-filter-parameter"
 FILTER_TYPE = "frame-filter-type"
 FILTER_VALUE = "frame-filter-value"

@@ -253,3 +253,22 @@ def test_filter_menus_offer_exactly_the_api_parameters_and_types():
 
     assert set(PARAMETER_LABELS) == set(FILTER_PARAMETERS)
     assert set(TYPE_LABELS) == set(FILTER_TYPES)
+
+
+def test_zone_selector_starts_short_and_finds_any_zone_by_typing():
+    from dashboard.state import is_valid_zone
+
+    assert [o["value"] for o in frame.zone_options("UTC")] == list(frame.COMMON_ZONES)
+    # A zone that is not a common one stays selectable (first), and typing finds any zone, spaces for underscores.
+    assert frame.zone_options("America/Argentina/Salta")[0] == {
+        "label": "America/Argentina/Salta",
+        "value": "America/Argentina/Salta",
+    }
+    assert [o["value"] for o in frame.zone_options("UTC", "tokyo")] == ["UTC", "Asia/Tokyo"]
+    found = frame.zone_options("Asia/Tokyo", "buenos aires")
+    assert found[0]["value"] == "Asia/Tokyo"
+    assert {"label": "America/Argentina/Buenos Aires", "value": "America/Argentina/Buenos_Aires"} in found
+    assert all("buenos_aires" in o["value"].lower() for o in found[1:])
+    names = frame.zone_names()
+    assert names[: len(frame.COMMON_ZONES)] == frame.COMMON_ZONES and len(set(names)) == len(names) > 300
+    assert all(is_valid_zone(z) for z in names)

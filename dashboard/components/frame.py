@@ -34,6 +34,7 @@ __all__ = [
     "overview_strip",
     "preset_of",
     "waiting_for_zone",
+    "zone_names",
     "zone_options",
 ]
 
@@ -81,7 +82,7 @@ PARAMETER_LABELS = {
     "event_name": "Event name",
     "user_id": "User id",
 }
-# Offered first; every other IANA zone follows and can be found by typing (see zone_options).
+# Offered first; every other IANA zone can be found by typing (see zone_options).
 COMMON_ZONES = (
     "UTC",
     "Europe/London",
@@ -202,14 +203,38 @@ def _all_zones() -> tuple[str, ...]:
     )
 
 
-def zone_options(current: str | None) -> list[dict[str, str]]:
-    """Time zone options: the current zone, the common zones, then every other IANA zone (found by typing)."""
-    zones = list(COMMON_ZONES)
+def zone_options(current: str | None, search: str | None = None) -> list[dict[str, str]]:
+    """Time zone options: the current zone and the common zones; while typing, every IANA zone matching ``search``.
+
+    The page starts with the short list (a selector holding all ~500 zones costs the browser tens of milliseconds to
+    index on every page); ``ZONE_SEARCH_JS`` does the same as this function in the browser as a person types.
+    """
+    term = (search or "").strip().lower().replace(" ", "_")
+    zones = [z for z in zone_names() if term in z.lower()] if term else list(COMMON_ZONES)
     if current and current not in zones:
-        zones.insert(0, current)
-    seen = set(zones)
-    zones += [z for z in _all_zones() if z not in seen]
+        zones.insert(0, current)  # the chosen zone stays known to the selector
     return [{"label": z.replace("_", " "), "value": z} for z in zones]
+
+
+@functools.cache
+def zone_names() -> tuple[str, ...]:
+    """Every zone the selector can find: the common zones first, then every other IANA Region/City zone."""
+    seen = set(COMMON_ZONES)
+    return COMMON_ZONES + tuple(z for z in _all_zones() if z not in seen)
+
+
+# The browser side of zone_options: (search_value, value, {"common": [...], "all": zone_names()}) -> options.
+ZONE_SEARCH_JS = """
+function(search, current, names) {
+    if (!names) { return window.dash_clientside.no_update; }
+    var term = (search || "").trim().toLowerCase().replace(/ /g, "_");
+    var zones = term
+        ? names.all.filter(function (z) { return z.toLowerCase().indexOf(term) >= 0; })
+        : names.common.slice();
+    if (current && zones.indexOf(current) < 0) { zones.unshift(current); }
+    return zones.map(function (z) { return {label: z.replace(/_/g, " "), value: z}; });
+}
+"""
 
 
 def date_controls(view: ViewState, today: Any = None) -> html.Div:
