@@ -358,3 +358,29 @@ def test_batchpath005_load_json_matches_json_loads():
         assert repr(value) == repr(json.loads(raw))
     with pytest.raises(ValueError):
         load_json(b"{")
+
+
+def test_batchpath006_every_event_its_own_sender_and_page(worlds):
+    """A batch where no two events share a sender or a page (the group columns are the columns themselves)."""
+    batch_world, single_world = worlds
+    outcomes = []
+    for world, send in ((batch_world, send_batch), (single_world, send_singly)):
+        site = world.sites["plain"]
+        events = [
+            {
+                "site_id": site.site_id,
+                "type": "pageview",
+                "hostname": site.domain,
+                "pathname": f"/only/{i:02d}",
+                "referrer": f"https://ref{i}.example/",
+                "ip_address": f"8.8.{i}.{i + 1}",
+                "user_agent": (CHROME, IPHONE, FIREFOX)[i % 3] + f" build/{i}",
+                "api_key": world.owner.api_key,
+            }
+            for i in range(30)
+        ]
+        outcomes.append(send(world, events, {"User-Agent": CHROME}))
+    assert outcomes[0] == outcomes[1] and outcomes[0]["accepted"] == 30
+    rows = stored(batch_world)
+    assert rows == stored(single_world)
+    assert len({r["user_id"] for r in rows}) == 30 and len({r["referrer"] for r in rows}) == 30

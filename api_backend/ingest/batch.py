@@ -271,9 +271,12 @@ def _table(
     now: datetime,
 ) -> pa.Table:
     """The accepted events as one ``EVENT_SCHEMA`` table, column by column."""
+    count = len(accepted)
     fields = dict(zip(EVENT_FIELDS, zip(*accepted, strict=True), strict=True))
-    by_client = pa.array(client_index, _INT)
-    by_page = pa.array(page_index, _INT)
+    # Group indexes are handed out in order of first use, so as many groups as events means event i is group i
+    # (an import of distinct visitors, say): the group values are then the column itself.
+    by_client = None if len(clients.visitor) == count else pa.array(client_index, _INT)
+    by_page = None if len(page_rows) == count else pa.array(page_index, _INT)
     page_columns = dict(zip(PAGE_COLUMNS, zip(*page_rows, strict=True), strict=True))
     infos, geos = clients.info, clients.geo
     group_values: dict[str, list[Any]] = {
@@ -298,11 +301,15 @@ def _table(
     for column in EVENT_SCHEMA:
         name, kind = column.name, column.type
         if name == "timestamp":
-            array = pa.repeat(pa.scalar(now, _TIMESTAMP), len(accepted))
+            array = pa.repeat(pa.scalar(now, _TIMESTAMP), count)
         elif name in group_values:
-            array = pa.array(group_values[name], kind).take(by_client)
+            array = pa.array(group_values[name], kind)
+            if by_client is not None:
+                array = array.take(by_client)
         elif name in page_columns:
-            array = pa.array(page_columns[name], kind).take(by_page)
+            array = pa.array(page_columns[name], kind)
+            if by_page is not None:
+                array = array.take(by_page)
         elif name in per_event:
             array = pa.array(per_event[name], kind)
         else:
