@@ -351,3 +351,19 @@ def csv_download(df: pd.DataFrame, filename: str) -> dict[str, Any]:
     if not filename.endswith(".csv"):
         filename += ".csv"
     return dcc.send_data_frame(df.to_csv, filename, index=False)
+
+
+# Clientside callback body for a list of pattern-matching buttons (Input(..., ALL), "n_clicks")): the id of the
+# button really clicked, with the time, or no update. Rows drawn by a callback report their n_clicks when they
+# appear; checking that in the browser keeps those reports from costing a round trip each.
+CLICKED_ID_JS = """
+function(clicks) {
+    var context = window.dash_clientside.callback_context;
+    var pressed = (context.triggered || []).filter(function (t) { return t.value; });
+    if (!pressed.length) { return window.dash_clientside.no_update; }
+    var propId = pressed[0].prop_id;
+    var id = JSON.parse(propId.slice(0, propId.lastIndexOf(".")));
+    id.at = Date.now();
+    return id;
+}
+"""

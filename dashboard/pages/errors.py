@@ -17,6 +17,7 @@ from dash.exceptions import PreventUpdate
 from dashboard import ids, prefill, session
 from dashboard.components import errors as comp
 from dashboard.components.common import (
+    CLICKED_ID_JS,
     alert,
     card,
     csv_button,
@@ -64,6 +65,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             # A first view loads the groups before the strip, so the strip's queries do not slow the list down.
             analytics_frame(view, overview_body=prefill.overview(auth, view), overview_after_body=groups_body is None),
             dcc.Store(id=ids.ERRORS_GROUP_MESSAGES, data=messages),
+            dcc.Store(id=ids.ERRORS_GROUP_CLICKED),
             dcc.Store(id=ids.ERRORS_OCCURRENCES_PAGE, data=1),
             card(loading(groups_body, ids.ERRORS_GROUPS), title="Error groups"),
             *([dcc.Store(id=ids.ERRORS_GROUPS_LOAD, data=view.to_dict())] if groups_body is None else []),
@@ -210,19 +212,27 @@ def load_trends(messages: list | None, view_data: dict | None, auth: dict | None
     return [comp.group_sparkline(trend, view.time_zone) for trend in trends]
 
 
+# A group row really clicked (decided in the browser): which row.
+clientside_callback(
+    CLICKED_ID_JS,
+    Output(ids.ERRORS_GROUP_CLICKED, "data"),
+    Input({"type": ids.ERRORS_GROUP_TYPE, "index": ALL}, "n_clicks"),
+    prevent_initial_call=True,
+)
+
+
 @callback(
     Output(ids.FRAME_HREF, "data", allow_duplicate=True),
-    Input({"type": ids.ERRORS_GROUP_TYPE, "index": ALL}, "n_clicks"),
+    Input(ids.ERRORS_GROUP_CLICKED, "data"),
     State(ids.ERRORS_GROUP_MESSAGES, "data"),
     State(ids.VIEW, "data"),
     prevent_initial_call=True,
 )
-def open_group(_clicks: list, messages: list | None, view_data: dict | None) -> str:
+def open_group(clicked: dict | None, messages: list | None, view_data: dict | None) -> str:
     """A click on a group opens its chart and occurrences (the choice goes into the URL)."""
-    trigger = ctx.triggered_id
-    if not isinstance(trigger, dict) or not ctx.triggered or not ctx.triggered[0].get("value") or not messages:
+    if not clicked or not messages:
         raise PreventUpdate
-    index = trigger.get("index")
+    index = clicked.get("index")
     if not isinstance(index, int) or not 0 <= index < len(messages):
         raise PreventUpdate
     view = ViewState.from_dict(view_data)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import dash
-from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
+from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard import ids, prefill, session
 from dashboard.components import frame
 from dashboard.components import goals as goal_ui
 from dashboard.components.common import (
+    CLICKED_ID_JS,
     alert,
     card,
     csv_button,
@@ -133,6 +134,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             delete_dialog(),
             dcc.Store(id=ids.GOALS_REFRESH, data=0),
             dcc.Store(id=ids.GOALS_DATA, data=data),
+            dcc.Store(id=ids.GOALS_ACTION),
             *([dcc.Store(id=ids.GOALS_LOAD, data=view.to_dict())] if cached is None else []),
         ],
         className="page",
@@ -269,25 +271,33 @@ FORM_OUTPUTS = [
 ]
 
 
+# A row's edit, clone or delete button really clicked (decided in the browser): which action, which goal.
+clientside_callback(
+    CLICKED_ID_JS,
+    Output(ids.GOALS_ACTION, "data"),
+    Input({"type": ids.GOALS_ACTION_TYPE, "action": ALL, "goal": ALL}, "n_clicks"),
+    prevent_initial_call=True,
+)
+
+
 @callback(
     *FORM_OUTPUTS,
     Input(ids.GOALS_NEW, "n_clicks"),
-    Input({"type": ids.GOALS_ACTION_TYPE, "action": ALL, "goal": ALL}, "n_clicks"),
+    Input(ids.GOALS_ACTION, "data"),
     State(ids.GOALS_DATA, "data"),
     prevent_initial_call=True,
 )
-def open_form(_new: int, _actions: list, goals: list | None) -> tuple:
+def open_form(new: int, action: dict | None, goals: list | None) -> tuple:
     """New, edit and clone open the form, filled accordingly."""
-    trigger = ctx.triggered_id
-    if not ctx.triggered or not ctx.triggered[0].get("value"):
-        raise PreventUpdate
-    if trigger == ids.GOALS_NEW:
+    if ctx.triggered_id == ids.GOALS_NEW:
+        if not new:
+            raise PreventUpdate
         values = goal_ui.form_values(None, "create")
-    elif isinstance(trigger, dict) and trigger.get("action") in ("edit", "clone"):
-        goal = next((g for g in goals or [] if g.get("goal_id") == trigger["goal"]), None)
+    elif action and action.get("action") in ("edit", "clone"):
+        goal = next((g for g in goals or [] if g.get("goal_id") == action.get("goal")), None)
         if goal is None:
             raise PreventUpdate
-        values = goal_ui.form_values(goal, trigger["action"])
+        values = goal_ui.form_values(goal, action["action"])
     else:
         raise PreventUpdate
     clear = [None] * len(ctx.outputs_list[-1])
@@ -432,16 +442,15 @@ def save_goal(
     Output(ids.GOALS_DELETE_CONFIRM, "hidden", allow_duplicate=True),
     Output(ids.GOALS_DELETE_TARGET, "data"),
     Output(ids.GOALS_DELETE_TEXT, "children"),
-    Input({"type": ids.GOALS_ACTION_TYPE, "action": ALL, "goal": ALL}, "n_clicks"),
+    Input(ids.GOALS_ACTION, "data"),
     State(ids.GOALS_DATA, "data"),
     prevent_initial_call=True,
 )
-def ask_delete(_actions: list, goals: list | None) -> tuple:
+def ask_delete(action: dict | None, goals: list | None) -> tuple:
     """Delete first asks for confirmation, naming the goal."""
-    trigger = ctx.triggered_id
-    if not isinstance(trigger, dict) or trigger.get("action") != "delete" or not ctx.triggered[0].get("value"):
+    if not action or action.get("action") != "delete":
         raise PreventUpdate
-    goal = next((g for g in goals or [] if g.get("goal_id") == trigger["goal"]), None)
+    goal = next((g for g in goals or [] if g.get("goal_id") == action.get("goal")), None)
     if goal is None:
         raise PreventUpdate
     label = goal.get("name") or f"Goal {goal['goal_id']}"
