@@ -31,6 +31,7 @@ __all__ = [
     "TrackEvent",
     "event_tuple",
     "fast_event",
+    "holds_float",
     "load_json",
     "normal_ip",
     "parse_event",
@@ -543,10 +544,26 @@ def load_json(raw: bytes) -> tuple[Any, bool]:
     orjson refuses some bodies the json module accepts (lone surrogates, ``NaN``, UTF-16): those are decoded by
     ``json.loads``. The only difference in what both accept: orjson reads integers beyond 64 bits as floats.
     That can change an event's outcome only through ``site_id`` or an object ``properties``, so callers decode
-    again with ``json.loads`` before reporting an error or storing object properties of an orjson value.
+    again with ``json.loads`` before reporting an error or storing object properties of an orjson value that
+    holds a float (``holds_float``).
     Raises ``ValueError`` or ``RecursionError`` for a body that is not JSON.
     """
     try:
         return orjson.loads(raw), True
     except orjson.JSONDecodeError:
         return json.loads(raw), False
+
+
+def holds_float(value: Any) -> bool:
+    """Whether a decoded JSON value holds a float anywhere: only then can orjson's reading differ from json's."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            return True
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return False

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError
 from api_backend.ingest.batch import BatchOutcome, paused_gc
-from api_backend.ingest.payload import TrackEvent, load_json, parse_event, parse_identify
+from api_backend.ingest.payload import TrackEvent, holds_float, load_json, parse_event, parse_identify
 from api_backend.ingest.pipeline import ClientInfo
 from api_backend.services import Services
 from api_backend.store.events import EVENT_TYPES
@@ -149,10 +149,10 @@ def _event(body: Any, raw: bytes, fast: bool) -> TrackEvent:
     try:
         event = parse_event(body)
     except InvalidRequestError:
-        if not fast:
+        if not fast or not holds_float(body):
             raise
         return parse_event(json.loads(raw))
-    if fast and isinstance(body.get("properties"), dict):
+    if fast and isinstance(body.get("properties"), dict) and holds_float(body["properties"]):
         return parse_event(json.loads(raw))
     return event
 
@@ -222,7 +222,11 @@ def _prepare_batch(request: Request, services: Services, raw: bytes) -> BatchOut
         decoded: list[list[Any]] = []
 
         def exact_event(index: int) -> Any:
-            # Decoded again only when an event needs parse_event (rare): see payload.load_json.
+            # An event needing parse_event is read as json.loads reads it (see payload.load_json): the same
+            # value unless it holds a float, which orjson may have made from a big integer. Only then is the
+            # whole body decoded again (once).
+            if not holds_float(events[index]):
+                return events[index]
             if not decoded:
                 decoded.append(json.loads(raw)["events"])
             return decoded[0][index]
