@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from api_backend.ingest.pipeline import Ingestor
+from api_backend.query.results import ResultCache
+from api_backend.query.rollups import GoalsRollupCache
 from api_backend.settings import Settings
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
@@ -26,7 +27,13 @@ class Services:
     events: EventStore
     writer: BatchWriter
     ingestor: Ingestor
-    extras: dict[str, Any] = field(default_factory=dict)
+    read_results: ResultCache = field(default_factory=ResultCache)
+    goals_rollups: GoalsRollupCache = field(default_factory=GoalsRollupCache)
+
+    def forget_cached_reads(self) -> None:
+        """Drop every cached read result: after a site's deletion its id may be given to a new site."""
+        self.read_results.clear()
+        self.goals_rollups.clear()
 
     def close(self) -> None:
         """Commit queued events, then release both stores."""

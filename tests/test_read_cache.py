@@ -15,6 +15,7 @@ from api_backend.query.results import ResultCache
 from api_backend.query.sql import Query
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.events import rows_to_table
+from tests.support import make_site
 
 WINDOW = {"start_date": "2026-05-01", "end_date": "2026-05-31", "time_zone": "UTC"}
 PATHS = ["/", "/pricing", "/docs/a"]
@@ -73,7 +74,7 @@ def test_cache001_repeated_read_is_answered_from_the_cache(client, owner, servic
     site, rows = seeded
     first = _overview(client, owner, site.site_id)
     assert first == _truth(rows)
-    cache = services.extras["read_results"]
+    cache = services.read_results
     assert len(cache) == 1
     # A second identical read reuses the entry; a different question adds one.
     assert _overview(client, owner, site.site_id) == first
@@ -105,7 +106,7 @@ def test_cache003_events_outside_the_window_keep_the_entry(client, owner, servic
     site, rows = seeded
     first = _overview(client, owner, site.site_id)
     services.events.append(rows_to_table(_rows(site.site_id, 3, datetime(2026, 6, 2, 9), prefix="june")))
-    cache = services.extras["read_results"]
+    cache = services.read_results
     assert _overview(client, owner, site.site_id) == first == _truth(rows)
     assert len(cache) == 1  # the June events did not change May's key
 
@@ -161,3 +162,17 @@ def test_cache005_org_usage_sees_an_acknowledged_write(client, owner, services, 
     new = _rows(site.site_id, 1, datetime(2026, 5, 30, 9), prefix="late")
     services.writer.write(new)
     assert pageviews_on_may_30() == expected + len(new)
+
+
+def test_cache006_a_deleted_sites_answers_never_reach_a_new_site_given_its_id(client, owner, services, seeded):
+    site, rows = seeded
+    assert _overview(client, owner, site.site_id) == _truth(rows)
+    assert client.delete(f"/api/sites/{site.site_id}", headers=owner.headers).status_code == 200
+    reborn = make_site(services, owner, "reborn.example.com")
+    assert reborn.site_id == site.site_id  # the metadata database hands out the freed id again
+    # Same number of events in the window (so the same count key), different events.
+    other = _rows(reborn.site_id, 60, datetime(2026, 5, 2, 8), prefix="new")
+    for row in other:
+        row["user_id"] = "one visitor"
+    services.events.append(rows_to_table(other))
+    assert _overview(client, owner, reborn.site_id) == _truth(other) != _truth(rows)

@@ -62,6 +62,11 @@ class ResultCache:
         with self._lock:
             return len(self._entries)
 
+    def clear(self) -> None:
+        """Forget every entry (a site was deleted: its id may be given to a new site, whose counts could match)."""
+        with self._lock:
+            self._entries.clear()
+
     def run(self, query: Query, site_ids: tuple[int, ...], window: Window, run: Runner) -> Rows:
         """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window."""
         version = int(run(window_version_query(site_ids, window))[0]["n"])

@@ -87,6 +87,11 @@ class GoalsRollupCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[Any, ...], tuple[float, Future[Rollup | None]]] = OrderedDict()
 
+    def clear(self) -> None:
+        """Forget every entry (a site was deleted: its id may be given to a new site, whose counts could match)."""
+        with self._lock:
+            self._entries.clear()
+
     def rollup(
         self, scope: Scope, goals: Sequence[GoalSpec], parameter: str, version: int, run: Runner, d: Dialect
     ) -> Rollup | None:

@@ -19,7 +19,7 @@ from api_backend.query.goals import (
     build_goals_query,
 )
 from api_backend.query.paging import parse_page
-from api_backend.query.rollups import GoalsRollupCache, goals_counts_from_rollup
+from api_backend.query.rollups import goals_counts_from_rollup
 from api_backend.routes.read_params import ReadQuery, dialect_of, run_cached_query, run_query
 from api_backend.services import Services
 from api_backend.store.models import Goal
@@ -83,7 +83,7 @@ def list_goals(
     if not goals:
         return {"data": [], "meta": meta}
     specs, dialect = [_spec(g) for g in goals], dialect_of(services)
-    cache = services.extras.setdefault("goals_rollups", GoalsRollupCache())
+    cache = services.goals_rollups
     # Filtered on one session-level parameter (the channel recipe): a sum over the cached per-value rollup.
     row = goals_counts_from_rollup(cache, scope, specs, lambda q: run_query(services, q), dialect)
     if row is None:

@@ -14,7 +14,6 @@ from fastapi import Depends, Query
 
 from api_backend.errors import InvalidRequestError
 from api_backend.query.filters import Filter, parse_filters
-from api_backend.query.results import ResultCache
 from api_backend.query.scope import Scope
 from api_backend.query.sql import DUCKDB, Dialect
 from api_backend.query.sql import Query as SQLQuery
@@ -125,5 +124,5 @@ def run_cached_query(services: Services, query: SQLQuery, scope: Scope) -> list[
     The cache answers only while no event entered that window since the result was computed (see
     ``api_backend.query.results``), so a read always includes every event acknowledged before it.
     """
-    cache = services.extras.setdefault("read_results", ResultCache())
+    cache = services.read_results
     return cache.run(query, scope.site_ids, scope.window, lambda q: run_query(services, q))

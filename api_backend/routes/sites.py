@@ -30,6 +30,7 @@ def delete_site(access: SiteAdmin, services: ServicesDep) -> dict[str, bool]:
     services.events.delete_site(access.site.site_id)
     services.metadata.delete_site(access.site.site_id)
     services.ingestor.site_deleted(access.site.site_id)
+    services.forget_cached_reads()
     return {"success": True}
 
 
