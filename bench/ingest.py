@@ -1,10 +1,11 @@
 """Ingestion over real HTTP: single events with 32 keep-alive clients, 1000-event batches, and the no-op ceiling.
 
 The server runs as ``sitelens serve`` (its production configuration: one process, a 200 only once the event is
-durable in the synced event log, copied into DuckDB in bulk behind it) on a fresh data dir. Single events are sent the way a browser tracker sends them
-(no API key; the visitor comes from the connection and a varied user agent); batches the way a server-side import
-sends them (API key, ``ip_address`` and ``user_agent`` per event). The ceiling is ``GET /api/health`` with the same
-client load: the cheapest 200 route of the same server (it runs ``SELECT 1`` on both stores).
+durable in the synced event log, copied into DuckDB in bulk behind it) on a fresh data dir. Single events are sent
+the way a browser tracker sends them (no API key; the visitor comes from the connection and a varied user agent);
+batches the way a server-side import sends them (API key, ``ip_address`` and ``user_agent`` per event). The ceiling
+is ``GET /api/health`` with the same client load: the cheapest 200 route of the same server (it runs ``SELECT 1`` on
+both stores).
 """
 
 from __future__ import annotations

@@ -122,6 +122,16 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
             worst = max(routes, key=lambda k: routes[k]["api"]["median"])
             p50 = routes[worst]["api"]["median"]
             out.append((f"every read route p50 < 500 ms ({label})", f"slowest: {worst} {_ms(p50)} ms", p50 < 0.5))
+            # Warm API runs may be answered by the result cache; the uncached cost is the route's SQL on DuckDB.
+            worst_u = max(routes, key=lambda k: routes[k]["duckdb"]["median"])
+            p50 = routes[worst_u]["duckdb"]["median"]
+            out.append(
+                (
+                    f"every read route p50 < 500 ms uncached: the route's SQL on DuckDB ({label})",
+                    f"slowest: {worst_u} {_ms(p50)} ms",
+                    p50 < 0.5,
+                )
+            )
             worst_d = max(routes, key=lambda k: routes[k]["ratio_api_duckdb"])
             r = routes[worst_d]["ratio_api_duckdb"]
             out.append((f"API/DuckDB <= 1.3 on every route ({label})", f"worst: {worst_d} {r:.2f}", r <= 1.3))
@@ -195,9 +205,9 @@ def _ingestion(ing: dict[str, Any]) -> list[str]:
 
 def _queries(size: dict[str, Any]) -> list[str]:
     rows = [
-        "| query | API p50 | API p95 | DuckDB p50 | DuckDB p95 | ClickHouse p50 | ClickHouse p95 "
+        "| query | API first call | API p50 | API p95 | DuckDB p50 | DuckDB p95 | ClickHouse p50 | ClickHouse p95 "
         "| API/DuckDB | API/DuckDB, best runs | API/ClickHouse | same numbers | runs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, q in size["queries"].items():
         same = (
@@ -211,7 +221,8 @@ def _queries(size: dict[str, Any]) -> list[str]:
             )
         )
         rows.append(
-            f"| {name} | {_ms(q['api']['median'])} | {_ms(q['api']['p95'])} | {_ms(q['duckdb']['median'])} "
+            f"| {name} | {_ms(q['api_first_s']) if 'api_first_s' in q else '-'} | {_ms(q['api']['median'])} "
+            f"| {_ms(q['api']['p95'])} | {_ms(q['duckdb']['median'])} "
             f"| {_ms(q['duckdb']['p95'])} | {_ms(q['clickhouse']['median'])} | {_ms(q['clickhouse']['p95'])} "
             f"| {_x(q['ratio_api_duckdb'])} | {_x(q['api']['min'] / q['duckdb']['min'])} "
             f"| {_x(q['ratio_api_clickhouse'])} | {same} "
@@ -300,10 +311,12 @@ def render_markdown(results: dict[str, Any]) -> str:
                 "",
                 f"One site, {w['start_date']} to {w['end_date']} ({w['time_zone']}), 10 goals, 20 error messages, "
                 f"all channels. Times in ms over {r['runs']} warm runs (after {r['warmups']} warm-up runs) per engine; "
-                "a query whose round of three engines exceeds the time budget gets fewer runs (column runs). "
-                "API = the route over HTTP with an API key; DuckDB = the SQL that route runs (same query builders, "
-                "same store class) on a copy of the server's file; ClickHouse = equivalent ClickHouse SQL on chdb with "
-                'the same rows. "same numbers" compares the three results.',
+                "a query whose round of three engines exceeds the time budget gets fewer runs (column runs). API = "
+                "the route over HTTP with an API key: its first call computes the answer, the warm runs may be "
+                "answered from the server's result cache (exact: keyed on the number of events in the window, so any "
+                "event acknowledged into the window makes the next read compute afresh); DuckDB = the SQL that route "
+                "runs (same query builders, same store class) on a copy of the server's file; ClickHouse = equivalent "
+                'ClickHouse SQL on chdb with the same rows. "same numbers" compares the three results.',
                 "",
             ]
             lines += _queries(r)
