@@ -62,7 +62,8 @@ def _referrer_host(referrer: str) -> str:
         return ""
 
 
-@lru_cache(maxsize=16384)
+# Keys hold up to three 2 KiB strings: the bound keeps the worst case to some tens of MB.
+@lru_cache(maxsize=4096)
 def page_context(referrer: str, querystring: str, hostname: str, track_url_params: bool) -> tuple[str, ...]:
     """The stored referrer, query string, parameter map, five UTM columns and channel (``PAGE_COLUMNS``).
 

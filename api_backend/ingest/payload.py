@@ -385,7 +385,7 @@ def normal_ip(text: str) -> str | None:
         return None
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=2048)  # up to 4 KiB of text per entry, key and value
 def _cached_props(kind: str, value: str) -> Any:
     """Stored props text of a ``properties`` string (``_NO_PROPS`` when the event has an error there)."""
     errors = _Errors()
