@@ -52,8 +52,8 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/errors", query)
     if gate is not None:
         return gate
-    # Groups already in the response cache are drawn right here (with their sparklines when those are cached too,
-    # else the sparklines load next); otherwise the ids.ERRORS_GROUPS_LOAD store makes a callback load them.
+    # Groups already in the response cache are drawn right here (their sparklines load next); otherwise the
+    # ids.ERRORS_GROUPS_LOAD store makes a callback load them.
     groups_body, messages = _cached_groups(auth, view)
     return html.Div(
         [
@@ -88,25 +88,24 @@ def _no_group_chosen() -> Any:
 
 
 def _cached_groups(auth: dict | None, view: ViewState) -> tuple[Any, list[str] | None]:
-    """The groups list of the view drawn from cached answers, and its messages; ``(None, None)`` when not cached."""
+    """The groups list of the view drawn from cached answers, and its messages; ``(None, None)`` when not cached.
+
+    The sparklines always follow in their own callback (from the cache when they are there): ten small charts are
+    some 300 elements, and the list shows sooner without them.
+    """
     api = session.api_for(auth)
     site = session.peek(api, "site", view.site_id)
     groups = session.peek(api, "error_names", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE)
     if site is None or groups is None:
         return None, None
-    bucket = comp.trend_bucket(view.start_date, view.end_date)
-    trends = [
-        session.peek(api, "error_time_series", view.site_id, group.value, view.query(), bucket=bucket)
-        for group in groups
-    ]
-    return _groups_body(site, view, groups, None if any(t is None for t in trends) else trends)
+    return _groups_body(site, view, groups)
 
 
-def _groups_body(site: Any, view: ViewState, groups: list[Any], trends: list[Any] | None) -> tuple[Any, list[str]]:
+def _groups_body(site: Any, view: ViewState, groups: list[Any]) -> tuple[Any, list[str]]:
     """The groups list (with a pager and the tracking notice) and its messages by row.
 
-    Without ``trends`` the rows show no sparkline yet and an ``ids.ERRORS_TRENDS_LOAD`` store beside the list makes
-    ``load_trends`` fetch them: the list never waits for one time series per group.
+    The rows show no sparkline yet: an ``ids.ERRORS_TRENDS_LOAD`` store beside the list makes ``load_trends`` fetch
+    them, so the list never waits for one time series per group.
     """
     notice = _tracking_notice(site, view)
     href = lambda page: dash.get_relative_path("/errors") + view.to_search(page=page)  # noqa: E731
@@ -124,7 +123,7 @@ def _groups_body(site: Any, view: ViewState, groups: list[Any], trends: list[Any
         return [notice, body], []
     listing = comp.error_groups_list(
         groups,
-        trends if trends is not None else [None] * len(groups),
+        [None] * len(groups),
         time_zone=view.time_zone,
         selected=view.error,
         row_id=lambda index: {"type": ids.ERRORS_GROUP_TYPE, "index": index},
@@ -132,8 +131,7 @@ def _groups_body(site: Any, view: ViewState, groups: list[Any], trends: list[Any
     )
     pager = comp.link_pager(view.page, has_next=len(groups) == GROUPS_PER_PAGE, href=href)
     messages = [group.value for group in groups]
-    later = [] if trends is not None else [dcc.Store(id=ids.ERRORS_TRENDS_LOAD, data=messages)]
-    return [notice, listing, pager, *later], messages
+    return [notice, listing, pager, dcc.Store(id=ids.ERRORS_TRENDS_LOAD, data=messages)], messages
 
 
 def _trends(api: Any, view: ViewState, messages: list[str], bucket: str) -> list[Any]:
@@ -187,7 +185,7 @@ def load_groups(view_data: dict | None, auth: dict | None) -> tuple:
         )
     except APIError as exc:
         return error_view(exc), [], after
-    return (*_groups_body(site, view, groups, None), after)
+    return (*_groups_body(site, view, groups), after)
 
 
 @callback(
