@@ -221,3 +221,35 @@ def test_eventlog013_reads_after_concurrent_acknowledgements_see_them_all(store,
     writer.close()
     assert all(count >= written for written, count in seen)
     assert store.count() == 80
+
+
+class BlockedStore(DuckDBEventStore):
+    """A store whose transactions wait until the test lets them through, as a store that has fallen behind."""
+
+    def __init__(self, path) -> None:
+        super().__init__(path)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def append(self, table, *, log_seq=None):
+        self.entered.set()
+        assert self.release.wait(10)
+        return super().append(table, log_seq=log_seq)
+
+
+def test_eventlog014_intake_waits_when_the_store_falls_behind(tmp_path):
+    store = BlockedStore(tmp_path / "events.duckdb")
+    writer = BatchWriter(store, log=EventLog(tmp_path / "log"), linger=0, apply_interval=0, max_queued_rows=5)
+    assert writer.write(rows(3)) == 3
+    assert store.entered.wait(5)  # the store is busy with the first batch
+    assert writer.write(rows(3)) == 3  # queued behind it: 3 rows waiting
+    assert writer.write(rows(3)) == 3  # 6 rows waiting: the bound is reached
+    held = writer.submit(rows(3))
+    with pytest.raises(TimeoutError):
+        held.result(timeout=0.5)  # not acknowledged while the queue is full
+    store.release.set()
+    assert held.result(timeout=5) == 3
+    writer.wait_visible()
+    assert store.count(1) == 12
+    writer.close()
+    store.close()

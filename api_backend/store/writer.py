@@ -9,7 +9,8 @@ Two background threads, in order:
 2. *apply* copies the durable tables into the event store, many at once: a store transaction costs
    milliseconds whatever its size, so it runs at most every ``apply_interval`` seconds unless someone is
    waiting (a reader, a submitter without a log, shutdown). The transaction also records the newest log
-   record it holds, and fully applied log segments are deleted.
+   record it holds, and fully applied log segments are deleted. When the store falls ``max_queued_rows``
+   behind, intake waits for it, so memory stays bounded and acknowledgements slow down instead.
 
 A future therefore resolves only once its rows survive a crash: either in the synced log, from which the
 next start copies everything the store lacks, or in the store itself. Readers call ``wait_visible`` (the
@@ -72,6 +73,7 @@ class BatchWriter:
         apply_interval: float = 0.1,
         max_rows: int = 100_000,
         log_max_rows: int = 20_000,
+        max_queued_rows: int = 1_000_000,
     ) -> None:
         self._store = store
         self._log = log
@@ -79,6 +81,7 @@ class BatchWriter:
         self._apply_interval = apply_interval
         self._max_rows = max_rows
         self._log_max_rows = log_max_rows
+        self._max_queued_rows = max_queued_rows
         self._lock = threading.Lock()
         self._intake = threading.Condition(self._lock)  # intake thread waits here for submissions
         self._outflow = threading.Condition(self._lock)  # apply thread and readers wait here
@@ -202,6 +205,9 @@ class BatchWriter:
 
     def _enqueue(self, item: _Durable) -> None:
         with self._lock:
+            # Backpressure: when the store falls behind, intake waits for it (and so do new acknowledgements)
+            # instead of holding an ever longer queue in memory.
+            self._outflow.wait_for(lambda: self._queue_rows < self._max_queued_rows)
             if not self._queue:
                 self._queue_since = time.monotonic()
             self._queue.append(item)
