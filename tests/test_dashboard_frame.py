@@ -86,6 +86,8 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
     dash_duo.select_dcc_dropdown("#frame-site-picker", value="blog.example.org · Org of blog.example.org")
     until(lambda: f"site={blog.site_id}" in dash_duo.driver.current_url, 10)
     dash_duo.wait_for_contains_text("#goals-body", "No goals yet", timeout=10)
+    # The overview strip loads after the page's own data, also when there is none.
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "0", timeout=10)
 
     # Step back by the range's own length, then forward again; the zone selector rewrites the URL too.
     def dates() -> tuple[str, str]:
@@ -137,6 +139,7 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
     until(lambda: dates()[0].endswith("-12") and dates()[1].endswith("-05"), 10)
     first, last = (date.fromisoformat(d) for d in dates())
     assert first < last and (last.month - first.month) % 12 == 1
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "0", timeout=10)
     dash_duo.driver.save_screenshot(str(output_dir / "frame-controls.png"))
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
 
