@@ -11,7 +11,13 @@ How a page is put together (see ``goals.py`` for a complete one):
 - Data callbacks take ``Input(ids.VIEW, "data")`` (``ViewState.from_dict``) and ``State(ids.AUTH, "data")``, call
   the API through ``session.cached_call(session.api_for(auth), "method", ...)`` and return ``error_view(exc)`` on
   ``APIError`` (an expired credential then goes to sign-in by itself).
-- After a write, call ``session.invalidate(site_id)``. To move elsewhere, output to
-  ``Output(ids.NAVIGATE, "href", allow_duplicate=True)`` with ``prevent_initial_call=True``.
+- After a write, call ``session.invalidate(site_id)``. To move elsewhere from a control of the page, output to
+  ``Output(ids.FRAME_HREF, "data", allow_duplicate=True)`` with ``prevent_initial_call=True`` (a store inside the
+  frame, so the callback does not fire when the page is drawn; the shell's ``ids.NAVIGATE`` would make it fire).
+- Speed: Dash runs every callback whose output appears on a page unless ``prevent_initial_call``; each costs a round
+  trip. A page can draw data the response cache already holds straight into its layout (``session.peek``,
+  ``prefill.overview`` passed to ``analytics_frame(view, overview_body=...)``) and put a load store in the layout
+  only when something is missing (the goals and errors pages show how: ``ids.GOALS_LOAD``). A load callback must
+  have that store as its only Input: a callback with some inputs present and others missing is an error in Dash.
 - Never import another page module (Dash executes page modules itself); shared loaders live in ``session``.
 """
