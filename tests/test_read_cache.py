@@ -176,3 +176,33 @@ def test_cache006_a_deleted_sites_answers_never_reach_a_new_site_given_its_id(cl
         row["user_id"] = "one visitor"
     services.events.append(rows_to_table(other))
     assert _overview(client, owner, reborn.site_id) == _truth(other) != _truth(rows)
+
+
+def test_cache007_error_routes_see_an_acknowledged_write(client, owner, services, seeded):
+    site, _ = seeded
+    error = {"site_id": site.site_id, "session_id": "err", "user_id": "v", "type": "error", "event_name": "TypeError"}
+    error["props"] = '{"message": "x is undefined", "stack": "at f (app.js:1:1)"}'
+    services.writer.write([{**error, "timestamp": datetime(2026, 5, 3, 10)}])
+    base = f"/api/sites/{site.site_id}/error"
+
+    def counts() -> tuple[int, int, int]:
+        names = client.get(f"{base}-names", params=WINDOW, headers=owner.headers)
+        events = client.get(
+            f"{base}-events", params={**WINDOW, "errorMessage": "x is undefined"}, headers=owner.headers
+        )
+        series = client.get(
+            f"{base}-bucketed", params={**WINDOW, "errorMessage": "x is undefined", "bucket": "day"},
+            headers=owner.headers,
+        )  # fmt: skip
+        for response in (names, events, series):
+            assert response.status_code == 200, response.text
+        return (
+            sum(r["count"] for r in names.json()["data"]),
+            len(events.json()["data"]),
+            sum(p["error_count"] for p in series.json()["data"]),
+        )
+
+    assert counts() == (1, 1, 1)
+    assert counts() == (1, 1, 1)  # repeated: from the cache
+    services.writer.write([{**error, "timestamp": datetime(2026, 5, 20, 10)}])
+    assert counts() == (2, 2, 2)
