@@ -1,4 +1,4 @@
-"""``GET /api/health``: liveness and store reachability."""
+"""``GET /api/live`` (the process serves requests) and ``GET /api/health`` (and both stores answer)."""
 
 from __future__ import annotations
 
@@ -15,3 +15,9 @@ def health(services: ServicesDep) -> dict[str, object]:
     services.events.query("SELECT 1")
     services.metadata.ping()
     return {"status": "ok", "version": "0.1.0"}
+
+
+@router.get("/live")
+async def live() -> dict[str, str]:
+    """Report that the process serves requests, touching nothing else (a liveness probe; ``/health`` is readiness)."""
+    return {"status": "ok"}
