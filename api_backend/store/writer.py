@@ -145,6 +145,7 @@ class BatchWriter:
         with self._lock:
             self._closed = True
             self._intake.notify_all()
+            self._outflow.notify_all()
         for thread in self._threads:
             thread.join()
         if self._log is not None:
@@ -207,7 +208,7 @@ class BatchWriter:
         with self._lock:
             # Backpressure: when the store falls behind, intake waits for it (and so do new acknowledgements)
             # instead of holding an ever longer queue in memory.
-            self._outflow.wait_for(lambda: self._queue_rows < self._max_queued_rows)
+            self._outflow.wait_for(lambda: self._queue_rows < self._max_queued_rows or self._closed)
             if not self._queue:
                 self._queue_since = time.monotonic()
             self._queue.append(item)
