@@ -31,6 +31,7 @@ from api_client.models import (
     ErrorBucket,
     ErrorEvent,
     ErrorName,
+    ErrorNamePage,
     FunnelStep,
     Goal,
     GoalConfig,
@@ -43,6 +44,7 @@ from api_client.models import (
     Organization,
     Overview,
     OverviewBucket,
+    PageMeta,
     Site,
     SiteConfig,
     UsageRow,
@@ -594,6 +596,21 @@ class AnalyticsAPI:
         """Error messages by occurrences, with affected sessions and share of all errors (percent)."""
         body = self._get(f"{self._site(site_id)}/error-names", self._params(query, page=page, limit=limit))
         return self._parse_list(ErrorName, self._rows(body), "error name")
+
+    def error_names_page(
+        self, site_id: int | str, query: Query | None = None, *, page: int = 1, limit: int = 10
+    ) -> ErrorNamePage:
+        """One page of error messages by occurrences, with how many messages (and pages of ``limit``) there are."""
+        body = self._get(f"{self._site(site_id)}/error-names", self._params(query, page=page, limit=limit))
+        # sitelens answers {data: [...], totalCount}; a peer asked with `page` nests both: {data: {data, totalCount}}.
+        data = self._field(body, "data")
+        holder = data if isinstance(data, Mapping) else body
+        rows = self._parse_list(ErrorName, self._rows(body), "error name")
+        total = self._int_field(holder, "totalCount")
+        if total < 0:
+            raise APIError(200, "INVALID_RESPONSE", "The answer's 'totalCount' is negative.")
+        meta = PageMeta(total=total, page=page, page_size=limit, total_pages=math.ceil(total / limit) if limit else 0)
+        return ErrorNamePage(data=rows, meta=meta)
 
     def error_events(
         self, site_id: int | str, message: str, query: Query | None = None, *, page: int = 1, limit: int = 20

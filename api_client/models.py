@@ -22,6 +22,7 @@ __all__ = [
     "ErrorBucket",
     "ErrorEvent",
     "ErrorName",
+    "ErrorNamePage",
     "FunnelStep",
     "Goal",
     "GoalConfig",
@@ -259,6 +260,13 @@ class ErrorName(APIModel):
     count: int
     session_count: int = 0
     percentage: float | None = None
+
+
+class ErrorNamePage(APIModel):
+    """One page of error messages by occurrences; ``meta.total`` counts the distinct messages of the whole window."""
+
+    data: list[ErrorName]
+    meta: PageMeta
 
 
 class ErrorEvent(APIModel):

@@ -130,12 +130,15 @@ def test_client_compat004_peer_paginated_envelopes_and_numeric_labels():
     )
     with peer.client() as api:
         names = api.error_names(7, page=1)
+        names_page = api.error_names_page(7, page=1)
         metric = api.metric(7, "utm_campaign")
         sessions = api.goal_sessions(7, 3)
     assert [(n.value, n.error_name, n.count, n.session_count, n.percentage) for n in names] == [
         ("boom", "Error", 3, 2, 50.0)
     ]
     assert (metric.total_count, metric.rows[0].value, metric.rows[0].count) == (1, "2024", 5)
+    # The peer nests totalCount beside its rows: the page still carries it.
+    assert (names_page.data, names_page.meta.total, names_page.meta.total_pages) == (names, 1, 1)
     assert sessions[0].session_end == datetime(2024, 1, 2, 10, 5, tzinfo=UTC)
     assert sessions[0].region == "US-CA"  # extra fields are kept
     assert "authorization" not in peer.requests[0].headers

@@ -27,6 +27,7 @@ MODEL_NAMES = {
     "ErrorBucket",
     "ErrorEvent",
     "ErrorName",
+    "ErrorNamePage",
     "FunnelStep",
     "Goal",
     "GoalConfig",
@@ -103,7 +104,8 @@ def test_client_exports004_interface_signatures():
         "health login logout me api_keys create_api_key delete_api_key organizations org_sites create_site site "
         "delete_site update_site_config excluded_ips excluded_countries private_link_key generate_private_link "
         "revoke_private_link goals create_goal update_goal delete_goal goal_sessions goal_breakdown error_names "
-        "error_events error_time_series org_usage metric overview overview_time_series funnel channel_ranking "
+        "error_names_page error_events error_time_series org_usage metric overview overview_time_series funnel "
+        "channel_ranking "
         "with_credentials close"
     ).split():
         assert callable(getattr(api, method)), method

@@ -283,6 +283,56 @@ def test_client_reads009_error_names(api, loaded):
     assert [(n.value, n.count) for n in on_desktop] == [("x is undefined", 1)]
 
 
+def test_client_reads009b_error_names_page_carries_the_total(api, loaded):
+    # Two distinct messages in March ("x is undefined" twice, "Network failed" once): two pages of one.
+    first = api.error_names_page(loaded.site_id, MARCH, page=1, limit=1)
+    assert [(n.value, n.count, n.session_count) for n in first.data] == [("x is undefined", 2, 2)]
+    assert (first.meta.total, first.meta.page, first.meta.page_size, first.meta.total_pages) == (2, 1, 1, 2)
+    second = api.error_names_page(loaded.site_id, MARCH, page=2, limit=1)
+    assert [n.value for n in second.data] == ["Network failed"]
+    assert (second.meta.total, second.meta.page, second.meta.total_pages) == (2, 2, 2)
+    # Past the end: no rows, the total still says how many there are.
+    beyond = api.error_names_page(loaded.site_id, MARCH, page=3, limit=1)
+    assert (beyond.data, beyond.meta.total, beyond.meta.total_pages) == ([], 2, 2)
+    # The rows are the ones error_names gives for the same page.
+    assert api.error_names_page(loaded.site_id, MARCH).data == api.error_names(loaded.site_id, MARCH)
+    # The total follows the filters: only s3's error is on a desktop.
+    on_desktop = api.error_names_page(loaded.site_id, MARCH.with_filters(Filter("device_type", value=["desktop"])))
+    assert (on_desktop.meta.total, on_desktop.meta.total_pages, len(on_desktop.data)) == (1, 1, 1)
+    # A window without errors: nothing, and no pages.
+    april = api.error_names_page(loaded.site_id, Query(start_date="2026-04-01", end_date="2026-04-07"))
+    assert (april.data, april.meta.total, april.meta.total_pages) == ([], 0, 0)
+
+
+def test_client_reads009c_error_names_page_over_many_groups(api, services, site):
+    # 23 messages, message i happening i + 1 times in its own session: totals and page sizes are counted here.
+    rows = []
+    for i in range(23):
+        visit = _visit(site.site_id, f"e{i}", f"v{i}", "", "", "US", "Chrome", "desktop")
+        for n in range(i + 1):
+            rows.append(visit(f"03-02 10:{n:02d}:00", "error", "/", **_error(f"failure {i:02d}", "Error", i)))
+    services.events.append(rows_to_table(rows))
+    expected = sorted(((f"failure {i:02d}", i + 1) for i in range(23)), key=lambda item: -item[1])
+    assert sum(count for _, count in expected) == len(rows)
+    pages = [api.error_names_page(site.site_id, MARCH, page=page, limit=10) for page in (1, 2, 3)]
+    assert {(p.meta.total, p.meta.total_pages, p.meta.page_size) for p in pages} == {(23, 3, 10)}
+    assert [len(p.data) for p in pages] == [10, 10, 3]
+    assert [(n.value, n.count) for p in pages for n in p.data] == expected
+    assert pages[2].meta.page == 3
+
+
+def test_client_reads009d_error_names_page_bad_input_and_access(api, services, loaded):
+    with pytest.raises(ValidationError):
+        api.error_names_page(loaded.site_id, MARCH, limit=0)
+    with pytest.raises(ValidationError):
+        api.error_names_page(loaded.site_id, MARCH, page=0)
+    stranger = make_account(services, "errors-stranger@example.com")
+    with pytest.raises((NotFoundError, ForbiddenError)):
+        api.with_credentials(token=stranger.api_key).error_names_page(loaded.site_id, MARCH)
+    with pytest.raises(AuthenticationError):
+        api.with_credentials(token=None).error_names_page(loaded.site_id, MARCH)
+
+
 def test_client_reads010_error_events(api, loaded):
     events = api.error_events(loaded.site_id, "x is undefined", MARCH)
     assert [e.session_id for e in events] == ["s4", "s3"]
