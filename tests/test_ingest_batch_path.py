@@ -20,7 +20,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
-from api_backend.ingest.payload import event_tuple, fast_event, load_json, parse_event
+from api_backend.ingest.fastpath import event_tuple, fast_event, load_json
+from api_backend.ingest.payload import parse_event
 from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from tests.support import Account, make_account, make_site

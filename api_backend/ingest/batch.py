@@ -33,7 +33,8 @@ import pyarrow as pa
 from api_backend.errors import APIError, AuthenticationRequiredError, InvalidRequestError, NotFoundError
 from api_backend.ingest.bots import is_bot
 from api_backend.ingest.channels import classify_channel, strip_www
-from api_backend.ingest.payload import EVENT_FIELDS, event_tuple, fast_event, parse_event
+from api_backend.ingest.fastpath import EVENT_FIELDS, event_tuple, fast_event
+from api_backend.ingest.payload import parse_event
 from api_backend.ingest.site_rules import SiteRules
 from api_backend.ingest.useragent import device_type, parse_user_agent
 from api_backend.ingest.visitor import cached_visitor_id

@@ -16,7 +16,8 @@ from pydantic import BaseModel, Field
 
 from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError
 from api_backend.ingest.batch import BatchOutcome, paused_gc
-from api_backend.ingest.payload import TrackEvent, holds_float, load_json, parse_event, parse_identify
+from api_backend.ingest.fastpath import holds_float, load_json
+from api_backend.ingest.payload import TrackEvent, parse_event, parse_identify
 from api_backend.ingest.pipeline import ClientInfo
 from api_backend.services import Services
 from api_backend.store.events import EVENT_TYPES
