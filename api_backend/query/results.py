@@ -20,15 +20,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from api_backend.query.scope import window_condition
 from api_backend.query.sql import Params, Query
 from api_backend.query.window import Window
 
-__all__ = ["MAX_ENTRIES", "MAX_ROWS", "TTL_SECONDS", "ResultCache", "window_version_query"]
+__all__ = ["MAX_ENTRIES", "MAX_ROWS", "TTL_SECONDS", "ResultCache", "SharedResults", "window_version_query"]
 
 TTL_SECONDS = 300.0
 MAX_ENTRIES = 256
@@ -36,6 +36,7 @@ MAX_ROWS = 2_000
 
 Runner = Callable[[Query], list[dict[str, Any]]]
 Rows = list[dict[str, Any]]
+T = TypeVar("T")
 
 
 def window_version_query(site_ids: tuple[int, ...], window: Window) -> Query:
@@ -48,29 +49,31 @@ def _key(query: Query, version: int) -> tuple[Any, ...]:
     return query.sql, tuple(sorted((k, repr(v)) for k, v in query.params.items())), version
 
 
-class ResultCache:
-    """Query results keyed on (query, events in its window); see the module docstring for why that is exact."""
+class SharedResults(Generic[T]):
+    """Values computed once per key and shared: concurrent callers of a missing key wait for one computation.
 
-    def __init__(self, ttl: float = TTL_SECONDS, max_entries: int = MAX_ENTRIES, max_rows: int = MAX_ROWS) -> None:
+    Entries live ``ttl`` seconds at most and at most ``max_entries`` are kept (least recently used leave first).
+    A computation that fails is not kept (the next caller tries again), nor is a value ``keep`` refuses.
+    """
+
+    def __init__(self, ttl: float, max_entries: int, keep: Callable[[T], bool] = lambda _: True) -> None:
         self._ttl = ttl
         self._max_entries = max_entries
-        self._max_rows = max_rows
+        self._keep = keep
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[Any, ...], tuple[float, Future[Rows]]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[float, Future[T]]] = OrderedDict()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
 
     def clear(self) -> None:
-        """Forget every entry (a site was deleted: its id may be given to a new site, whose counts could match)."""
+        """Forget every entry."""
         with self._lock:
             self._entries.clear()
 
-    def run(self, query: Query, site_ids: tuple[int, ...], window: Window, run: Runner) -> Rows:
-        """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window."""
-        version = int(run(window_version_query(site_ids, window))[0]["n"])
-        key = _key(query, version)
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The value of ``key``: kept, being computed by another caller, or computed now by ``compute``."""
         now = time.monotonic()
         with self._lock:
             for stale in [k for k, (at, _) in self._entries.items() if now - at > self._ttl]:
@@ -78,7 +81,7 @@ class ResultCache:
             entry = self._entries.get(key)
             owner = entry is None
             if owner:
-                future: Future[Rows] = Future()
+                future: Future[T] = Future()
                 self._entries[key] = (now, future)
                 while len(self._entries) > self._max_entries:
                     self._entries.popitem(last=False)
@@ -86,21 +89,40 @@ class ResultCache:
                 future = entry[1]
                 self._entries.move_to_end(key)
         if not owner:
-            return [dict(row) for row in future.result()]
+            return future.result()
         try:
-            rows = run(query)
+            value = compute()
         except BaseException as exc:
-            # A failed query is not kept: the next request runs it again (and reports its own error).
             self._forget(key, future)
             future.set_exception(exc)
             raise
-        if len(rows) > self._max_rows:
+        if not self._keep(value):
             self._forget(key, future)
-        future.set_result(rows)
-        # Callers get their own dicts, so nothing they do to a result can change what the cache holds.
-        return [dict(row) for row in rows]
+        future.set_result(value)
+        return value
 
-    def _forget(self, key: tuple[Any, ...], future: Future[Rows]) -> None:
+    def _forget(self, key: Hashable, future: Future[T]) -> None:
         with self._lock:
             if self._entries.get(key, (0.0, None))[1] is future:
                 del self._entries[key]
+
+
+class ResultCache:
+    """Query results keyed on (query, events in its window); see the module docstring for why that is exact."""
+
+    def __init__(self, ttl: float = TTL_SECONDS, max_entries: int = MAX_ENTRIES, max_rows: int = MAX_ROWS) -> None:
+        self._results: SharedResults[Rows] = SharedResults(ttl, max_entries, keep=lambda rows: len(rows) <= max_rows)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def clear(self) -> None:
+        """Forget every entry (a site was deleted: its id may be given to a new site, whose counts could match)."""
+        self._results.clear()
+
+    def run(self, query: Query, site_ids: tuple[int, ...], window: Window, run: Runner) -> Rows:
+        """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window."""
+        version = int(run(window_version_query(site_ids, window))[0]["n"])
+        rows = self._results.get(_key(query, version), lambda: run(query))
+        # Callers get their own dicts, so nothing they do to a result can change what the cache holds.
+        return [dict(row) for row in rows]

@@ -6,25 +6,23 @@ gives sessions and conversions per session value; every filtered call on that pa
 the values passing its filters (``build_matching_values_query``), a query over a few values instead of the
 events.
 
-This is the one stateful module of the query package. Entries live ``TTL_SECONDS`` at most and are keyed on
-the number of events in the window, counted before each lookup (a filtered ``count(*)``, a few milliseconds
-at 10M events): a committed write that adds rows to the window (or a site deletion that removes them)
-changes the count, so a read after an acknowledged write never sees an entry computed before that write,
+Like the read result cache (``results.py``, whose ``SharedResults`` holds the entries), entries live
+``TTL_SECONDS`` at most and are keyed on the number of events in the window, counted before each lookup (a
+filtered ``count(*)``, a few milliseconds at 10M events): a committed write that adds rows to the window
+changes the count (a site deletion empties the cache), so a read after an acknowledged write never sees an
+entry computed before that write,
 while traffic outside the window (today's events, other sites) leaves the entry usable. Only windows that
 ended in the past are cached. Concurrent requests for the same missing entry share one computation.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import Any
 
 from api_backend.query.goals import GoalSpec, build_goals_rollup_query, build_matching_values_query
+from api_backend.query.results import SharedResults
 from api_backend.query.scope import Scope, window_condition
 from api_backend.query.sql import Dialect, Params, Query
 
@@ -82,15 +80,14 @@ class GoalsRollupCache:
     """Per-value goal rollups of (sites, window, goals, parameter), valid while the event table is unchanged."""
 
     def __init__(self, ttl: float = TTL_SECONDS, max_entries: int = MAX_ENTRIES) -> None:
-        self._ttl = ttl
-        self._max_entries = max_entries
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[Any, ...], tuple[float, Future[Rollup | None]]] = OrderedDict()
+        self._rollups: SharedResults[Rollup | None] = SharedResults(ttl, max_entries)
+
+    def __len__(self) -> int:
+        return len(self._rollups)
 
     def clear(self) -> None:
         """Forget every entry (a site was deleted: its id may be given to a new site, whose counts could match)."""
-        with self._lock:
-            self._entries.clear()
+        self._rollups.clear()
 
     def rollup(
         self, scope: Scope, goals: Sequence[GoalSpec], parameter: str, version: int, run: Runner, d: Dialect
@@ -107,38 +104,16 @@ class GoalsRollupCache:
             parameter,
             version,
         )
-        now = time.monotonic()
-        with self._lock:
-            for stale in [k for k, (at, _) in self._entries.items() if now - at > self._ttl]:
-                del self._entries[stale]
-            entry = self._entries.get(key)
-            owner = entry is None
-            if owner:
-                future: Future[Rollup | None] = Future()
-                self._entries[key] = (now, future)
-                while len(self._entries) > self._max_entries:
-                    self._entries.popitem(last=False)
-            else:
-                future = entry[1]
-                self._entries.move_to_end(key)
-        if not owner:
-            return future.result()
-        try:
+
+        def compute() -> Rollup | None:
             rows = run(build_goals_rollup_query(scope, goals, parameter, MAX_VALUES + 1, d))
-            result: Rollup | None = None
-            if len(rows) <= MAX_VALUES:
-                result = tuple(
-                    (r["value"], int(r["sessions"]), tuple(int(r[f"g{i}"]) for i in range(len(goals)))) for r in rows
-                )
-        except BaseException as exc:
-            # A failed computation is not cached: the next request tries again.
-            with self._lock:
-                if self._entries.get(key, (0.0, None))[1] is future:
-                    del self._entries[key]
-            future.set_exception(exc)
-            raise
-        future.set_result(result)
-        return result
+            if len(rows) > MAX_VALUES:
+                return None
+            return tuple(
+                (r["value"], int(r["sessions"]), tuple(int(r[f"g{i}"]) for i in range(len(goals)))) for r in rows
+            )
+
+        return self._rollups.get(key, compute)
 
 
 def goals_counts_from_rollup(
