@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime
 
 from api_client.models import Goal, GoalSession
+from dashboard.components import goal_editor
 from dashboard.components import goals as goal_ui
 
 
@@ -69,10 +70,10 @@ def test_goals_frame_for_csv():
 
 
 def test_form_values_for_create_edit_clone():
-    assert goal_ui.form_values(None, "create")["goal_type"] == "path"
-    edit = goal_ui.form_values(EVENT.model_dump(mode="json"), "edit")
+    assert goal_editor.form_values(None, "create")["goal_type"] == "path"
+    edit = goal_editor.form_values(EVENT.model_dump(mode="json"), "edit")
     assert edit["goal_id"] == 2 and edit["name"] == "Pro signup" and edit["event_property_value"] == "pro"
-    clone = goal_ui.form_values(EVENT, "clone")
+    clone = goal_editor.form_values(EVENT, "clone")
     assert clone["goal_id"] is None and clone["name"] == "Pro signup (copy)" and clone["event_name"] == "signup"
 
 
@@ -83,20 +84,20 @@ def test_goal_config_sends_only_the_type_fields_with_typed_values():
         "event_property_key": "n",
         "event_property_value": "3",
     }
-    assert goal_ui.goal_config("path", values) == {"pathPattern": "/blog/*"}
-    assert goal_ui.goal_config("event", values) == {
+    assert goal_editor.goal_config("path", values) == {"pathPattern": "/blog/*"}
+    assert goal_editor.goal_config("event", values) == {
         "eventName": "signup",
         "eventPropertyKey": "n",
         "eventPropertyValue": 3,
     }
-    assert goal_ui.goal_config("event", {**values, "event_property_value": "true"})["eventPropertyValue"] is True
-    assert goal_ui.goal_config("event", {**values, "event_property_value": "pro"})["eventPropertyValue"] == "pro"
-    assert goal_ui.goal_config("event", {"event_name": "signup"}) == {"eventName": "signup"}
-    assert goal_ui.goal_config("copy", {"value_pattern": ""}) == {}
+    assert goal_editor.goal_config("event", {**values, "event_property_value": "true"})["eventPropertyValue"] is True
+    assert goal_editor.goal_config("event", {**values, "event_property_value": "pro"})["eventPropertyValue"] == "pro"
+    assert goal_editor.goal_config("event", {"event_name": "signup"}) == {"eventName": "signup"}
+    assert goal_editor.goal_config("copy", {"value_pattern": ""}) == {}
 
 
 def test_field_errors_maps_api_details_to_form_fields():
-    fields, other = goal_ui.field_errors(
+    fields, other = goal_editor.field_errors(
         [
             {"field": "config.pathPattern", "message": "must not be empty"},
             {"field": "name", "message": "must be at most 255 characters"},

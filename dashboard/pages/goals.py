@@ -9,7 +9,7 @@ from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, 
 from dash.exceptions import PreventUpdate
 
 from dashboard import ids, prefill, session
-from dashboard.components import frame
+from dashboard.components import frame, goal_editor
 from dashboard.components import goals as goal_ui
 from dashboard.components.common import (
     CLICKED_ID_JS,
@@ -130,7 +130,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             analytics_frame(view, overview_body=prefill.overview(auth, view), overview_after_body=cached is None),
             html.Div(id=ids.GOALS_STATUS, className="status"),
             card(loading(body, ids.GOALS_BODY), title="Goals", actions=toolbar),
-            goal_ui.goal_form(),
+            goal_editor.goal_form(),
             delete_dialog(),
             dcc.Store(id=ids.GOALS_REFRESH, data=0),
             dcc.Store(id=ids.GOALS_DATA, data=data),
@@ -292,12 +292,12 @@ def open_form(new: int, action: dict | None, goals: list | None) -> tuple:
     if ctx.triggered_id == ids.GOALS_NEW:
         if not new:
             raise PreventUpdate
-        values = goal_ui.form_values(None, "create")
+        values = goal_editor.form_values(None, "create")
     elif action and action.get("action") in ("edit", "clone"):
         goal = next((g for g in goals or [] if g.get("goal_id") == action.get("goal")), None)
         if goal is None:
             raise PreventUpdate
-        values = goal_ui.form_values(goal, action["action"])
+        values = goal_editor.form_values(goal, action["action"])
     else:
         raise PreventUpdate
     clear = [None] * len(ctx.outputs_list[-1])
@@ -352,7 +352,7 @@ def suggest_targets(hidden: bool, view_data: dict | None, auth: dict | None) -> 
 )
 def switch_type(goal_type: str) -> tuple[bool, bool, bool]:
     """Show the fields of the chosen goal type only."""
-    return goal_type != "path", goal_type != "event", goal_type not in goal_ui.VALUE_PATTERN_TYPES
+    return goal_type != "path", goal_type != "event", goal_type not in goal_editor.VALUE_PATTERN_TYPES
 
 
 @callback(
@@ -409,7 +409,7 @@ def save_goal(
 
     view = ViewState.from_dict(view_data)
     fields = [o["id"]["field"] for o in ctx.outputs_list[1]]
-    config = goal_ui.goal_config(
+    config = goal_editor.goal_config(
         goal_type,
         {
             "path_pattern": path_pattern,
@@ -427,7 +427,7 @@ def save_goal(
         else:
             api.update_goal(view.site_id, goal_id, name=clean_name, goal_type=goal_type, config=config)
     except ValidationError as exc:
-        by_field, other = goal_ui.field_errors(exc.details or [{"field": "", "message": exc.message}])
+        by_field, other = goal_editor.field_errors(exc.details or [{"field": "", "message": exc.message}])
         message = alert("; ".join(other)) if other else alert("Please correct the highlighted fields.")
         return no_update, [by_field.get(f) for f in fields], message, no_update, no_update
     except APIError as exc:
