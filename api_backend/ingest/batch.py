@@ -183,7 +183,7 @@ def prepare_batch(
     """Validate, filter and enrich a batch into one ``EVENT_SCHEMA`` table stamped ``now`` (not yet written).
 
     ``exact_event(index)`` gives the event as ``json.loads`` decodes it, for bodies decoded by orjson (see
-    ``payload.load_json``): events that need ``parse_event`` are validated in that form.
+    ``fastpath.load_json``): events that need ``parse_event`` are validated in that form.
     """
     outcome = BatchOutcome(None)
     rejected, dropped = outcome.rejected, outcome.dropped

@@ -1,10 +1,10 @@
 """Gathers the rows of concurrent requests into one submission to the ``BatchWriter``.
 
 Turning rows into an Arrow table costs about the same for one row as for a thousand, and the writer
-converts each submission separately. So while one group is being committed, new rows wait here and go
-to the writer together as the next group: one conversion and one commit for everything that arrived in
-the meantime. Batches arrive as Arrow tables already (built column by column) and join the group as they
-are. A future resolves only after the commit that holds its rows, as with the writer itself.
+converts each submission separately. So while one group is being made durable (synced to the event log),
+new rows wait here and go to the writer together as the next group: one conversion and one sync for
+everything that arrived in the meantime. Batches arrive as Arrow tables already (built column by column) and
+join the group as they are. A future resolves only once its rows are durable, as with the writer itself.
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ class RowCoalescer:
         self._busy = False
 
     def submit(self, rows: Part) -> Future[int]:
-        """Queue rows (event dicts or an ``EVENT_SCHEMA`` table); the future resolves with their count once committed.
+        """Queue rows (event dicts or an ``EVENT_SCHEMA`` table); the future resolves with their count once durable.
 
-        It fails with the commit's error, or with the conversion error of rows that cannot become a table.
+        It fails with the writer's error, or with the conversion error of rows that cannot become a table.
         """
         future: Future[int] = Future()
         with self._lock:

@@ -1,4 +1,4 @@
-"""The ``Ingestor``: from a validated tracker event to a committed row of the events table.
+"""The ``Ingestor``: from a validated tracker event to a durable row of the events table.
 
 Per event, in this order (peer-write 4.2 with the UP trust model):
 
@@ -9,7 +9,8 @@ Per event, in this order (peer-write 4.2 with the UP trust model):
    connection's address and ``User-Agent`` header;
 3. drops by site setting, answered ``tracked: false``: ``bot`` (``blockBots``), ``excluded_ip``,
    ``excluded_country``;
-4. enrichment (user agent, geo, channel, UTM, visitor id, session) and the group-committed write.
+4. enrichment (user agent, geo, channel, UTM, visitor id, session) and the write, acknowledged once the event
+   log holds it.
 
 ``POST /api/track/batch`` gives every event of a batch the same outcome through ``batch.prepare_batch``, which
 does this work once per distinct sender and page instead of once per event and builds Arrow columns directly.
@@ -87,7 +88,7 @@ class Dropped:
 
 
 class Ingestor:
-    """Turns tracker events into committed rows; one per process, built by ``open_services``."""
+    """Turns tracker events into durable rows; one per process, built by ``open_services``."""
 
     def __init__(
         self,
@@ -229,7 +230,7 @@ class Ingestor:
         }
 
     async def track(self, event: TrackEvent, client: ClientInfo, header_key: str | None) -> dict[str, Any]:
-        """Process one event and answer once its row is committed (the ``/api/track`` response body)."""
+        """Process one event and answer once its row is durable (the ``/api/track`` response body)."""
         rules = self.site_rules(event.site_key)
         trusted = self.trusted(event, rules, header_key)
         outcome = self.prepare(event, rules, client, trusted=trusted, now=self.clock())
@@ -252,7 +253,7 @@ class Ingestor:
         return prepare_batch(self, events, client, header_key, self.clock(), exact_event)
 
     async def write(self, rows: list[dict[str, Any]] | pa.Table) -> int:
-        """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared group commit; wait until committed."""
+        """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared writer; wait until durable."""
         return await asyncio.wrap_future(self.rows.submit(rows))
 
     # Identify -------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ Like the read result cache (``results.py``, whose ``SharedResults`` holds the en
 filtered ``count(*)``, a few milliseconds at 10M events): a committed write that adds rows to the window
 changes the count (a site deletion empties the cache), so a read after an acknowledged write never sees an
 entry computed before that write, while traffic outside the window (today's events, other sites) leaves the
-entry usable. Only windows that ended in the past are cached. Concurrent requests for the same missing entry share one computation.
+entry usable. Only windows that ended in the past are cached. Concurrent requests for the same missing entry
+share one computation.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Tracking routes (contract section 3): ``/track``, ``/track/batch``, ``/identify``, ``/site/tracking-config``.
 
 Bodies are parsed here (so a ``text/plain`` body from ``sendBeacon`` works and every error names its field)
-and handed to the process's ``Ingestor``. A 200 for a tracked event is sent only after the transaction
-holding its row has committed.
+and handed to the process's ``Ingestor``. A 200 for a tracked event is sent only once its row is durable
+(synced to the event log).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ async def _json_body(request: Request) -> Any:
 
 
 async def _fast_json_body(request: Request) -> tuple[Any, bytes, bool]:
-    """The body decoded by ``payload.load_json``: ``(value, raw body, decoded by orjson?)``."""
+    """The body decoded by ``fastpath.load_json``: ``(value, raw body, decoded by orjson?)``."""
     raw = await _raw_body(request)
     try:
         value, fast = load_json(raw)
@@ -223,7 +223,7 @@ def _prepare_batch(request: Request, services: Services, raw: bytes) -> BatchOut
         decoded: list[list[Any]] = []
 
         def exact_event(index: int) -> Any:
-            # An event needing parse_event is read as json.loads reads it (see payload.load_json): the same
+            # An event needing parse_event is read as json.loads reads it (see fastpath.load_json): the same
             # value unless it holds a float, which orjson may have made from a big integer. Only then is the
             # whole body decoded again (once).
             if not holds_float(events[index]):
