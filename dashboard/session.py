@@ -60,6 +60,7 @@ SITE_METHODS = frozenset(
         "goal_breakdown",
         "channel_ranking",
         "error_names",
+        "error_names_page",
         "error_events",
         "error_time_series",
         "metric",

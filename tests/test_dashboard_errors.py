@@ -230,3 +230,92 @@ def test_dash_errors003_sparklines_follow_the_list_and_a_reopened_page_draws_it_
     assert "Choose an error group" in dash_duo.find_element("#errors-detail").text
     dash_duo.driver.save_screenshot(str(output_dir / "errors-reopened.png"))
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def pager_state(dash_duo) -> tuple[str, str, bool, bool]:
+    """The groups pager: its label, its total, and whether Previous / Next are live links."""
+    pager = dash_duo.find_element("#errors-groups .pager")
+
+    def live(name: str) -> bool:
+        element = pager.find_element(By.CSS_SELECTOR, f".{name}")
+        disabled = "disabled" in element.get_attribute("class").split()
+        assert disabled == (element.get_attribute("aria-disabled") == "true")
+        assert (element.tag_name == "a") != disabled, (name, element.tag_name)
+        return not disabled
+
+    label = pager.find_element(By.CSS_SELECTOR, ".pager-label").text
+    total = pager.find_element(By.CSS_SELECTOR, ".pager-total").text
+    return label, total, live("pager-prev"), live("pager-next")
+
+
+def shown_messages(dash_duo) -> list[str]:
+    return [e.text for e in dash_duo.driver.find_elements(By.CSS_SELECTOR, "button.error-group .error-message")]
+
+
+def test_dash_errors004_groups_pager_counts_pages_and_disables_its_ends(dash_duo, services, api_base, output_dir):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com", track_errors=True)
+    # 23 messages, "failure NN" happening NN + 1 times (so no two groups tie), each in its own session on 3 March.
+    rows = []
+    for i in range(23):
+        for n in range(i + 1):
+            when = datetime(2026, 3, 3, 10, 0) + timedelta(minutes=n)
+            rows.append(
+                error_row(site.site_id, when, 100 + i, "Error", f"failure {i:02d}", f"Error: failure {i:02d}", i)
+            )
+    services.events.append(rows_to_table(rows))
+    # The truth from the rows: groups by occurrences, most first, ten per page.
+    ranked = [message for message, _ in Counter(json.loads(r["props"])["message"] for r in rows).most_common()]
+    per_page = 10
+    pages = -(-len(ranked) // per_page)
+    assert (len(ranked), pages) == (23, 3)
+    expected_total = f"{len(ranked)} error groups"
+
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.driver.get(f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}")
+    dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 1 of {pages}", timeout=15)
+    assert pager_state(dash_duo) == (f"Page 1 of {pages}", expected_total, False, True)
+    assert shown_messages(dash_duo) == ranked[:per_page]
+
+    # A middle page: both ways open.
+    wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
+    time.sleep(0.5)
+    before = callback_round_trips(dash_duo)
+    dash_duo.find_element("#errors-groups .pager-next").click()
+    dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 2 of {pages}", timeout=15)
+    wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
+    time.sleep(1)
+    fresh = callback_round_trips(dash_duo) - before
+    assert parse_qs(urlparse(dash_duo.driver.current_url).query)["page"] == ["2"]
+    assert pager_state(dash_duo) == (f"Page 2 of {pages}", expected_total, True, True)
+    wait_until(lambda: shown_messages(dash_duo) == ranked[per_page : 2 * per_page])
+    dash_duo.driver.execute_script("document.querySelector('#errors-groups .pager').scrollIntoView()")
+    dash_duo.driver.save_screenshot(str(output_dir / "errors-pager-middle.png"))
+
+    # The last page: three groups left, no Next.
+    dash_duo.find_element("#errors-groups .pager-next").click()
+    dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page {pages} of {pages}", timeout=15)
+    assert pager_state(dash_duo) == (f"Page {pages} of {pages}", expected_total, True, False)
+    wait_until(lambda: shown_messages(dash_duo) == ranked[2 * per_page :])
+    assert len(shown_messages(dash_duo)) == len(ranked) - 2 * per_page
+    dash_duo.driver.execute_script("document.querySelector('#errors-groups .pager').scrollIntoView()")
+    dash_duo.driver.save_screenshot(str(output_dir / "errors-pager-last.png"))
+
+    # Back to the first page, whose answer is cached: drawn with the page's layout, pager included, at no extra
+    # round trip.
+    dash_duo.find_element("#errors-groups .pager-prev").click()
+    dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 2 of {pages}", timeout=15)
+    wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
+    time.sleep(0.5)
+    before = callback_round_trips(dash_duo)
+    dash_duo.find_element("#errors-groups .pager-prev").click()
+    dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 1 of {pages}", timeout=15)
+    wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
+    time.sleep(1)
+    cached = callback_round_trips(dash_duo) - before
+    # The navbar, the page and the sparklines; a page not yet cached also loaded its list by a callback.
+    assert (fresh, cached) == (4, 3)
+    assert pager_state(dash_duo) == (f"Page 1 of {pages}", expected_total, False, True)
+    assert shown_messages(dash_duo) == ranked[:per_page]
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []

@@ -360,21 +360,33 @@ def pager(page: int, total_pages: int, *, prev_id: Any, next_id: Any, label_id: 
     )
 
 
-def link_pager(page: int, *, has_next: bool, href: Any, label: str | None = None) -> html.Div:
-    """Previous / next as links (``href(page)`` gives the address of a page), for lists paged through the URL."""
+def link_pager(
+    page: int, total_pages: int, *, href: Any, total: int | None = None, noun: str = "error group"
+) -> html.Div:
+    """Previous / next as links around "Page x of y" for a list paged through the URL (``href(page)`` gives a page's
+    address), with ``total`` items counted on the left when given.
+
+    A disabled end is a plain span marked ``aria-disabled``, not a link: on the first page nothing goes back, on the
+    last page (or past it) nothing goes forward. Past the last page, Previous leads to the last page.
+    """
+    last = max(total_pages, 1)
     previous = (
-        dcc.Link("‹ Previous", href=href(page - 1), className="button button-ghost")
+        dcc.Link("‹ Previous", href=href(min(page - 1, last)), className="button button-ghost pager-prev")
         if page > 1
-        else html.Span("‹ Previous", className="button button-ghost disabled")
+        else html.Span("‹ Previous", className="button button-ghost pager-prev disabled", **{"aria-disabled": "true"})
     )
     following = (
-        dcc.Link("Next ›", href=href(page + 1), className="button button-ghost")
-        if has_next
-        else html.Span("Next ›", className="button button-ghost disabled")
+        dcc.Link("Next ›", href=href(page + 1), className="button button-ghost pager-next")
+        if page < total_pages
+        else html.Span("Next ›", className="button button-ghost pager-next disabled", **{"aria-disabled": "true"})
     )
-    return html.Div(
-        [previous, html.Span(label or f"Page {page:,}", className="pager-label"), following], className="pager"
-    )
+    parts: list[Any] = []
+    if total is not None:
+        # The pager row is right-aligned; the count takes the free space on the left.
+        count = f"{total:,} {noun}{'' if total == 1 else 's'}"
+        parts.append(html.Span(count, className="pager-total muted", style={"marginRight": "auto"}))
+    parts += [previous, html.Span(f"Page {page:,} of {last:,}", className="pager-label"), following]
+    return html.Div(parts, className="pager")
 
 
 def total_pages(total: int, page_size: int) -> int:

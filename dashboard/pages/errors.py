@@ -7,7 +7,7 @@ address opens the same group. The chart's bucket is kept in the URL too, without
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dash
 import flask
@@ -29,6 +29,9 @@ from dashboard.components.common import (
 )
 from dashboard.components.frame import analytics_frame, page_gate
 from dashboard.state import ViewState
+
+if TYPE_CHECKING:
+    from api_client import ErrorNamePage
 
 dash.register_page(
     __name__,
@@ -95,25 +98,27 @@ def _cached_groups(auth: dict | None, view: ViewState) -> tuple[Any, list[str] |
     """
     api = session.api_for(auth)
     site = session.peek(api, "site", view.site_id)
-    groups = session.peek(api, "error_names", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE)
+    groups = session.peek(api, "error_names_page", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE)
     if site is None or groups is None:
         return None, None
     return _groups_body(site, view, groups)
 
 
-def _groups_body(site: Any, view: ViewState, groups: list[Any]) -> tuple[Any, list[str]]:
-    """The groups list (with a pager and the tracking notice) and its messages by row.
+def _groups_body(site: Any, view: ViewState, result: ErrorNamePage) -> tuple[Any, list[str]]:
+    """The groups list of one ``ErrorNamePage`` (with "Page n of m", the number of groups and the tracking notice) and
+    its messages by row.
 
     The rows show no sparkline yet: an ``ids.ERRORS_TRENDS_LOAD`` store beside the list makes ``load_trends`` fetch
     them, so the list never waits for one time series per group.
     """
     notice = _tracking_notice(site, view)
     href = lambda page: dash.get_relative_path("/errors") + view.to_search(page=page)  # noqa: E731
+    groups, total, pages = result.data, result.meta.total, result.meta.total_pages
     if not groups:
         if view.page > 1:
             body: Any = [
                 empty_state("No more error groups", "This page is past the last group."),
-                comp.link_pager(view.page, has_next=False, href=href),
+                comp.link_pager(view.page, pages, href=href, total=total),
             ]
         else:
             body = empty_state(
@@ -129,7 +134,7 @@ def _groups_body(site: Any, view: ViewState, groups: list[Any]) -> tuple[Any, li
         row_id=lambda index: {"type": ids.ERRORS_GROUP_TYPE, "index": index},
         trend_id=lambda index: {"type": ids.ERRORS_TREND_TYPE, "index": index},
     )
-    pager = comp.link_pager(view.page, has_next=len(groups) == GROUPS_PER_PAGE, href=href)
+    pager = comp.link_pager(view.page, pages, href=href, total=total)
     messages = [group.value for group in groups]
     return [notice, listing, pager, dcc.Store(id=ids.ERRORS_TRENDS_LOAD, data=messages)], messages
 
@@ -181,7 +186,7 @@ def load_groups(view_data: dict | None, auth: dict | None) -> tuple:
     try:
         site = session.cached_call(api, "site", view.site_id)
         groups = session.cached_call(
-            api, "error_names", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE
+            api, "error_names_page", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE
         )
     except APIError as exc:
         return error_view(exc), [], after
@@ -239,8 +244,11 @@ def open_group(clicked: dict | None, messages: list | None, view_data: dict | No
 
 def _find_group(api: Any, view: ViewState, message: str) -> Any | None:
     """The chosen group's row (class, totals): on the page shown, else among the first few hundred groups."""
-    groups = session.cached_call(api, "error_names", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE)
-    for group in groups:
+    # The same call as the list's, so the page's own answer comes from the cache.
+    shown = session.cached_call(
+        api, "error_names_page", view.site_id, view.query(), page=view.page, limit=GROUPS_PER_PAGE
+    )
+    for group in shown.data:
         if group.value == message:
             return group
     for page in range(1, 4):
