@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import flask
 import pytest
 from dash import dcc
 
+from api_backend.store.events import rows_to_table
 from api_client import AuthenticationError, NotFoundError
 from dashboard import ids, prefill, session
 from dashboard.components import errors as error_ui
@@ -208,3 +209,36 @@ def test_overview_is_drawn_from_the_cache_of_the_real_api(services, api_base):
     # The demo data by hand: ten sessions in the last 30 days, one (40 days ago) in the 30 days before.
     assert values[f"{ids.OVERVIEW}-sessions"] == "10"
     assert changes[0] == "+900.0%"
+
+
+def test_error_names_page_is_peeked_with_its_total_and_dropped_with_its_site(services, api_base):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com", track_errors=True)
+    # 12 messages once each: two pages of ten, counted here.
+    rows = [
+        {
+            "site_id": site.site_id,
+            "timestamp": datetime(2026, 3, 3, 10, i),
+            "session_id": f"s{i}",
+            "type": "error",
+            "event_name": "Error",
+            "props": json.dumps({"message": f"failure {i:02d}"}),
+        }
+        for i in range(12)
+    ]
+    services.events.append(rows_to_table(rows))
+    app = flask.Flask(__name__)
+    session.bind_server(app, api_base + "/api")
+    auth = {"token": owner.api_key, "kind": "key"}
+    view = ViewState(site_id=site.site_id, start_date=date(2026, 3, 1), end_date=date(2026, 3, 7), time_zone="UTC")
+    with app.app_context():
+        api = session.api_for(auth)
+        args = ("error_names_page", site.site_id, view.query())
+        assert session.peek(api, *args, page=2, limit=10) is None
+        answer = session.cached_call(api, *args, page=2, limit=10)
+        peeked = session.peek(api, *args, page=2, limit=10)
+        assert peeked == answer
+        assert (peeked.meta.total, peeked.meta.total_pages, len(peeked.data)) == (len(rows), 2, len(rows) - 10)
+        # A write to the site forgets its error pages like its other answers.
+        session.invalidate(site.site_id)
+        assert session.peek(api, *args, page=2, limit=10) is None
