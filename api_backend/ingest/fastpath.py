@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from api_backend.ingest.payload import _EVENT_NAME_LIMIT, VITALS, TrackEvent, _encodable, _Errors, _props_text
+from api_backend.ingest.payload import EVENT_NAME_LIMIT, VITALS, PayloadErrors, TrackEvent, encodable, props_text
 from api_backend.store.events import EVENT_TYPES
 
 __all__ = [
@@ -61,8 +61,8 @@ def normal_ip(text: str) -> str | None:
 @lru_cache(maxsize=2048)  # up to 4 KiB of text per entry, key and value
 def _cached_props(kind: str, value: str) -> Any:
     """Stored props text of a ``properties`` string (``_NO_PROPS`` when the event has an error there)."""
-    errors = _Errors()
-    text = _props_text(kind, value, errors)
+    errors = PayloadErrors()
+    text = props_text(kind, value, errors)
     return _NO_PROPS if errors.items else (text if text is not None else "{}")
 
 
@@ -95,51 +95,49 @@ def fast_event(body: Any) -> tuple[Any, ...] | None:
     hostname = get("hostname")
     if hostname is None:
         hostname = ""
-    elif type(hostname) is not str or len(hostname) > 253 or not (hostname.isascii() or _encodable(hostname)):
+    elif type(hostname) is not str or len(hostname) > 253 or not (hostname.isascii() or encodable(hostname)):
         return None
     pathname = get("pathname")
     if pathname is None:
         pathname = ""
-    elif type(pathname) is not str or len(pathname) > 2048 or not (pathname.isascii() or _encodable(pathname)):
+    elif type(pathname) is not str or len(pathname) > 2048 or not (pathname.isascii() or encodable(pathname)):
         return None
     querystring = get("querystring")
     if querystring is None:
         querystring = ""
     elif (
-        type(querystring) is not str
-        or len(querystring) > 2048
-        or not (querystring.isascii() or _encodable(querystring))
+        type(querystring) is not str or len(querystring) > 2048 or not (querystring.isascii() or encodable(querystring))
     ):
         return None
     language = get("language")
     if language is None:
         language = ""
-    elif type(language) is not str or len(language) > 35 or not (language.isascii() or _encodable(language)):
+    elif type(language) is not str or len(language) > 35 or not (language.isascii() or encodable(language)):
         return None
     page_title = get("page_title")
     if page_title is None:
         page_title = ""
-    elif type(page_title) is not str or len(page_title) > 512 or not (page_title.isascii() or _encodable(page_title)):
+    elif type(page_title) is not str or len(page_title) > 512 or not (page_title.isascii() or encodable(page_title)):
         return None
     referrer = get("referrer")
     if referrer is None:
         referrer = ""
-    elif type(referrer) is not str or len(referrer) > 2048 or not (referrer.isascii() or _encodable(referrer)):
+    elif type(referrer) is not str or len(referrer) > 2048 or not (referrer.isascii() or encodable(referrer)):
         return None
     user_id = get("user_id")
     if user_id is None:
         user_id = ""
-    elif type(user_id) is not str or len(user_id) > 255 or not (user_id.isascii() or _encodable(user_id)):
+    elif type(user_id) is not str or len(user_id) > 255 or not (user_id.isascii() or encodable(user_id)):
         return None
     user_agent = get("user_agent")
     if user_agent is None:
         user_agent = ""
-    elif type(user_agent) is not str or len(user_agent) > 512 or not (user_agent.isascii() or _encodable(user_agent)):
+    elif type(user_agent) is not str or len(user_agent) > 512 or not (user_agent.isascii() or encodable(user_agent)):
         return None
     api_key = get("api_key")
     if api_key is None:
         api_key = ""
-    elif type(api_key) is not str or len(api_key) > 512 or not (api_key.isascii() or _encodable(api_key)):
+    elif type(api_key) is not str or len(api_key) > 512 or not (api_key.isascii() or encodable(api_key)):
         return None
 
     width = get("screenWidth")
@@ -178,7 +176,7 @@ def fast_event(body: Any) -> tuple[Any, ...] | None:
         if kind in _NAME_REQUIRED:
             return None
         name = ""
-    elif type(name) is not str or len(name) > _EVENT_NAME_LIMIT or not (name.isascii() or _encodable(name)):
+    elif type(name) is not str or len(name) > EVENT_NAME_LIMIT or not (name.isascii() or encodable(name)):
         return None
 
     props = get("properties")

@@ -26,7 +26,11 @@ from api_backend.errors import FieldError, InvalidRequestError
 from api_backend.store.events import EVENT_TYPES
 
 __all__ = [
+    "EVENT_NAME_LIMIT",
     "VITALS",
+    "PayloadErrors",
+    "encodable",
+    "props_text",
     "TrackEvent",
     "parse_event",
     "parse_identify",
@@ -48,7 +52,7 @@ _STRING_LIMITS = {
 }
 _PROPS_LIMIT = 2048
 _ERROR_PROPS_LIMIT = 4096
-_EVENT_NAME_LIMIT = 256
+EVENT_NAME_LIMIT = 256
 # Types whose ``properties`` must be valid JSON; for the rest invalid JSON is stored as no properties.
 _JSON_REQUIRED = {"custom_event", "outbound", "error", "button_click", "copy", "form_submit", "input_change"}
 _PROPS_REQUIRED = {"outbound", "error", "copy", "form_submit", "input_change"}
@@ -81,22 +85,24 @@ class TrackEvent:
     api_key: str = ""
 
 
-class _Errors:
+class PayloadErrors:
     """Collects every bad field of one payload, so one 400 names them all."""
 
     def __init__(self) -> None:
         self.items: list[FieldError] = []
 
     def add(self, field: str, message: str) -> None:
+        """Note that ``field`` is bad, and why."""
         self.items.append(FieldError(field, message))
 
     def raise_if_any(self) -> None:
+        """Refuse the payload with a 400 naming every bad field, if any was noted."""
         if self.items:
             first = self.items[0]
             raise InvalidRequestError(f"Invalid event: {first.field} {first.message}.", self.items)
 
 
-def _encodable(text: str) -> bool:
+def encodable(text: str) -> bool:
     """False for strings holding lone surrogates (valid in JSON escapes, impossible to store as UTF-8)."""
     if text.isascii():
         return True
@@ -111,7 +117,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _site_key(value: Any, errors: _Errors) -> str:
+def _site_key(value: Any, errors: PayloadErrors) -> str:
     if isinstance(value, bool) or value is None:
         errors.add("site_id", "is required (the numeric siteId or the string id)")
         return ""
@@ -119,13 +125,13 @@ def _site_key(value: Any, errors: _Errors) -> str:
         if value < 1:
             errors.add("site_id", "must be a positive number")
         return str(value)
-    if isinstance(value, str) and value.strip() and len(value) <= 64 and _encodable(value):
+    if isinstance(value, str) and value.strip() and len(value) <= 64 and encodable(value):
         return value.strip()
     errors.add("site_id", "must be a non-empty string or a positive number")
     return ""
 
 
-def _properties(kind: str, value: Any, errors: _Errors) -> dict[str, Any] | None:
+def _properties(kind: str, value: Any, errors: PayloadErrors) -> dict[str, Any] | None:
     """Decode ``properties`` (string or object) and check its size; ``None`` when absent or ignorable."""
     limit = _ERROR_PROPS_LIMIT if kind == "error" else _PROPS_LIMIT
     if value is None or value == "":
@@ -164,7 +170,7 @@ def _properties(kind: str, value: Any, errors: _Errors) -> dict[str, Any] | None
     return decoded
 
 
-def _check_typed_props(kind: str, props: dict[str, Any] | None, errors: _Errors) -> None:
+def _check_typed_props(kind: str, props: dict[str, Any] | None, errors: PayloadErrors) -> None:
     """The per-type shape of ``properties`` (outbound, error, copy, form_submit, input_change)."""
     if props is None:
         return
@@ -228,7 +234,7 @@ def _check_typed_props(kind: str, props: dict[str, Any] | None, errors: _Errors)
 
 def parse_event(body: Any) -> TrackEvent:
     """Validate one tracker event; raise ``InvalidRequestError`` naming every bad field."""
-    errors = _Errors()
+    errors = PayloadErrors()
     if not isinstance(body, dict):
         raise InvalidRequestError("An event must be a JSON object.", [FieldError("body", "must be a JSON object")])
     site_key = _site_key(body.get("site_id"), errors)
@@ -248,7 +254,7 @@ def parse_event(body: Any) -> TrackEvent:
             errors.add(field, "must be a string")
         elif len(value) > limit:
             errors.add(field, f"must be at most {limit} characters")
-        elif not _encodable(value):
+        elif not encodable(value):
             errors.add(field, "must be valid Unicode text")
         else:
             values[field] = value
@@ -287,25 +293,25 @@ def parse_event(body: Any) -> TrackEvent:
             values[field] = float(value)
 
     name = body.get("event_name")
-    if name is not None and (not isinstance(name, str) or not _encodable(name)):
+    if name is not None and (not isinstance(name, str) or not encodable(name)):
         errors.add("event_name", "must be a string of valid Unicode text")
         name = None
-    if name is not None and len(name) > _EVENT_NAME_LIMIT:
-        errors.add("event_name", f"must be at most {_EVENT_NAME_LIMIT} characters")
+    if name is not None and len(name) > EVENT_NAME_LIMIT:
+        errors.add("event_name", f"must be at most {EVENT_NAME_LIMIT} characters")
     elif kind in ("custom_event", "error") and not name:
         errors.add("event_name", f"is required for {kind} events")
     elif name:
         values["event_name"] = name
 
     if kind is not None:
-        text = _props_text(kind, body.get("properties"), errors)
+        text = props_text(kind, body.get("properties"), errors)
         if text is not None:
             values["props"] = text
     errors.raise_if_any()
     return TrackEvent(site_key=site_key, type=kind, **values)
 
 
-def _props_text(kind: str, value: Any, errors: _Errors) -> str | None:
+def props_text(kind: str, value: Any, errors: PayloadErrors) -> str | None:
     """The stored ``props`` text of an event's ``properties`` (``None``: store no properties or invalid)."""
     props = _properties(kind, value, errors)
     _check_typed_props(kind, props, errors)
@@ -316,7 +322,7 @@ def _props_text(kind: str, value: Any, errors: _Errors) -> str | None:
     except (ValueError, RecursionError):  # NaN or Infinity parsed from the string form
         errors.add("properties", "must not contain NaN or Infinity")
         return None
-    if not _encodable(text):
+    if not encodable(text):
         errors.add("properties", "must be valid Unicode text")
         return None
     return text
@@ -324,12 +330,12 @@ def _props_text(kind: str, value: Any, errors: _Errors) -> str | None:
 
 def parse_identify(body: Any) -> tuple[str, str, dict[str, Any]]:
     """Validate ``{site_id, user_id, traits?}`` of ``/api/identify``; return ``(site_key, user_id, traits)``."""
-    errors = _Errors()
+    errors = PayloadErrors()
     if not isinstance(body, dict):
         raise InvalidRequestError("The body must be a JSON object.", [FieldError("body", "must be a JSON object")])
     site_key = _site_key(body.get("site_id"), errors)
     user_id = body.get("user_id")
-    if not isinstance(user_id, str) or not user_id.strip() or not _encodable(user_id):
+    if not isinstance(user_id, str) or not user_id.strip() or not encodable(user_id):
         errors.add("user_id", "is required (a non-empty string)")
     elif len(user_id.strip()) > 255:
         errors.add("user_id", "must be at most 255 characters")
