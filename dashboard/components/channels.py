@@ -5,7 +5,7 @@ Pure builders: an ``api_client.Breakdown`` (or rows with the same fields) in, a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -13,7 +13,14 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.common import channel_label, data_table, empty_state, format_number, format_percent
+from dashboard.components.common import (
+    channel_label,
+    data_table,
+    empty_state,
+    format_number,
+    format_percent,
+    value_of,
+)
 
 __all__ = [
     "ACCENT",
@@ -40,21 +47,17 @@ COLUMNS = [
 ]
 
 
-def _get(item: Any, key: str) -> Any:
-    return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
-
-
 def channel_frame(rows: Sequence[Any]) -> pd.DataFrame:
     """One row per channel sorted by conversion rate (then sessions), rates and interval bounds in percent."""
     records = [
         {
-            "channel": channel_label(_get(r, "value")),
-            "sessions": int(_get(r, "sessions") or 0),
-            "conversions": int(_get(r, "conversions") or 0),
-            "conversion_rate_percent": round(float(_get(r, "conversion_rate") or 0) * 100, 2),
-            "ci_low_percent": round(float(_get(r, "ci_low") or 0) * 100, 2),
-            "ci_high_percent": round(float(_get(r, "ci_high") or 0) * 100, 2),
-            "small_sample": bool(_get(r, "small_sample")),
+            "channel": channel_label(value_of(r, "value")),
+            "sessions": int(value_of(r, "sessions") or 0),
+            "conversions": int(value_of(r, "conversions") or 0),
+            "conversion_rate_percent": round(float(value_of(r, "conversion_rate") or 0) * 100, 2),
+            "ci_low_percent": round(float(value_of(r, "ci_low") or 0) * 100, 2),
+            "ci_high_percent": round(float(value_of(r, "ci_high") or 0) * 100, 2),
+            "small_sample": bool(value_of(r, "small_sample")),
         }
         for r in rows
     ]
@@ -181,7 +184,10 @@ def channel_summary(total_sessions: int, total_conversions: int) -> html.Div:
 
 def goal_options(goals: Sequence[Any]) -> list[dict[str, Any]]:
     """Goal picker options: the goal's name (or "Goal <id>")."""
-    return [{"label": _get(g, "name") or f"Goal {_get(g, 'goal_id')}", "value": _get(g, "goal_id")} for g in goals]
+    return [
+        {"label": value_of(g, "name") or f"Goal {value_of(g, 'goal_id')}", "value": value_of(g, "goal_id")}
+        for g in goals
+    ]
 
 
 def no_goals(goals_href: str | None) -> html.Div:
@@ -192,11 +198,11 @@ def no_goals(goals_href: str | None) -> html.Div:
 
 def ranking_content(ranking: Any, goal_name: str) -> Any:
     """Totals, chart, table and a note on reading them; an empty state when the range has no sessions."""
-    df = channel_frame(_get(ranking, "rows") or [])
+    df = channel_frame(value_of(ranking, "rows") or [])
     if df.empty:
         return empty_state("No sessions in this range", "Try a longer date range, or remove filters.")
     return [
-        channel_summary(_get(ranking, "total_sessions") or 0, _get(ranking, "total_conversions") or 0),
+        channel_summary(value_of(ranking, "total_sessions") or 0, value_of(ranking, "total_conversions") or 0),
         channel_chart(df, goal_name),
         channel_table(df),
         html.P(

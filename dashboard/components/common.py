@@ -15,6 +15,7 @@ from dash import dash_table, dcc, html
 
 __all__ = [
     "alert",
+    "value_of",
     "app_href",
     "card",
     "channel_label",
@@ -34,6 +35,13 @@ __all__ = [
 ]
 
 ALERT_KINDS = ("error", "warning", "info", "success")
+
+
+def value_of(item: Any, key: str, default: Any = None) -> Any:
+    """``item[key]`` for a mapping, else ``item.key``: pages get API models, tests and caches plain dicts."""
+    if isinstance(item, Mapping):
+        return item.get(key, default)
+    return getattr(item, key, default)
 
 
 def app_href(path: str) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.goals import GOAL_TYPE_LABELS, _get
+from dashboard.components.common import value_of
+from dashboard.components.goals import GOAL_TYPE_LABELS
 
 __all__ = [
     "FORM_FIELDS",
@@ -216,21 +217,21 @@ def form_values(goal: Any | None, mode: str) -> dict[str, Any]:
             "event_property_value": "",
             "value_pattern": "",
         }
-    config = _get(goal, "config") or {}
-    value = _get(config, "event_property_value")
-    name = _get(goal, "name") or ""
+    config = value_of(goal, "config") or {}
+    value = value_of(config, "event_property_value")
+    name = value_of(goal, "name") or ""
     return {
         "title": "Edit goal" if mode == "edit" else "Clone goal",
-        "goal_id": _get(goal, "goal_id") if mode == "edit" else None,
+        "goal_id": value_of(goal, "goal_id") if mode == "edit" else None,
         "name": name if mode == "edit" else (f"{name} (copy)" if name else ""),
-        "goal_type": _get(goal, "goal_type") or "path",
-        "path_pattern": _get(config, "path_pattern") or "",
-        "event_name": _get(config, "event_name") or "",
-        "event_property_key": _get(config, "event_property_key") or "",
+        "goal_type": value_of(goal, "goal_type") or "path",
+        "path_pattern": value_of(config, "path_pattern") or "",
+        "event_name": value_of(config, "event_name") or "",
+        "event_property_key": value_of(config, "event_property_key") or "",
         "event_property_value": ""
         if value is None
         else (str(value).lower() if isinstance(value, bool) else str(value)),
-        "value_pattern": _get(config, "value_pattern") or "",
+        "value_pattern": value_of(config, "value_pattern") or "",
     }
 
 

@@ -6,7 +6,7 @@ and DataFrames go out. The create/edit/clone form is in ``goal_editor``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -22,6 +22,7 @@ from dashboard.components.common import (
     format_duration,
     format_number,
     format_percent,
+    value_of,
 )
 
 __all__ = [
@@ -59,26 +60,20 @@ SESSION_COLUMNS = (
 )
 
 
-def _get(item: Any, key: str, default: Any = None) -> Any:
-    if isinstance(item, Mapping):
-        return item.get(key, default)
-    return getattr(item, key, default)
-
-
 def goal_target(goal: Any) -> str:
     """What a goal matches, in words: ``/pricing``, ``signup where plan = pro``, ``any outbound link``."""
-    config = _get(goal, "config") or {}
-    kind = _get(goal, "goal_type")
+    config = value_of(goal, "config") or {}
+    kind = value_of(goal, "goal_type")
     if kind == "path":
-        return _get(config, "path_pattern") or "–"
+        return value_of(config, "path_pattern") or "–"
     if kind == "event":
-        name = _get(config, "event_name") or "–"
-        key, value = _get(config, "event_property_key"), _get(config, "event_property_value")
+        name = value_of(config, "event_name") or "–"
+        key, value = value_of(config, "event_property_key"), value_of(config, "event_property_value")
         if key and value is not None:
             shown = ("true" if value else "false") if isinstance(value, bool) else value
             return f"{name} where {key} = {shown}"
         return name
-    pattern = _get(config, "value_pattern")
+    pattern = value_of(config, "value_pattern")
     noun = GOAL_TYPE_LABELS.get(kind, kind or "event").lower()
     return f"{noun} matching {pattern}" if pattern else f"any {noun}"
 
@@ -101,19 +96,23 @@ def goals_table(
     header = html.Thead(html.Tr([html.Th(h, className="num" if h in numeric else None) for h in head]))
     rows = []
     for goal in goals:
-        goal_id = _get(goal, "goal_id")
-        rate = float(_get(goal, "conversion_rate") or 0.0)
+        goal_id = value_of(goal, "goal_id")
+        rate = float(value_of(goal, "conversion_rate") or 0.0)
         percent = max(0.0, min(rate * 100, 100.0))
         cells = [
             html.Td(
-                dcc.Link(_get(goal, "name") or f"Goal {goal_id}", href=sessions_href(goal_id), className="goal-name"),
+                dcc.Link(
+                    value_of(goal, "name") or f"Goal {goal_id}", href=sessions_href(goal_id), className="goal-name"
+                ),
             ),
             html.Td(
-                html.Span(GOAL_TYPE_LABELS.get(_get(goal, "goal_type"), _get(goal, "goal_type")), className="badge")
+                html.Span(
+                    GOAL_TYPE_LABELS.get(value_of(goal, "goal_type"), value_of(goal, "goal_type")), className="badge"
+                )
             ),
             html.Td(html.Code(goal_target(goal), className="goal-target")),
-            html.Td(format_number(_get(goal, "total_conversions")), className="num"),
-            html.Td(format_number(_get(goal, "total_sessions")), className="num"),
+            html.Td(format_number(value_of(goal, "total_conversions")), className="num"),
+            html.Td(format_number(value_of(goal, "total_sessions")), className="num"),
             html.Td(
                 html.Div(
                     [
@@ -158,14 +157,14 @@ def goals_frame(goals: Sequence[Any]) -> pd.DataFrame:
     """The goals as a flat table for CSV: conversion rate as a fraction and as a percentage."""
     records = [
         {
-            "goal_id": _get(g, "goal_id"),
-            "name": _get(g, "name") or "",
-            "goal_type": _get(g, "goal_type"),
+            "goal_id": value_of(g, "goal_id"),
+            "name": value_of(g, "name") or "",
+            "goal_type": value_of(g, "goal_type"),
             "matches": goal_target(g),
-            "conversions": _get(g, "total_conversions"),
-            "sessions": _get(g, "total_sessions"),
-            "conversion_rate": _get(g, "conversion_rate"),
-            "conversion_rate_percent": round(float(_get(g, "conversion_rate") or 0) * 100, 2),
+            "conversions": value_of(g, "total_conversions"),
+            "sessions": value_of(g, "total_sessions"),
+            "conversion_rate": value_of(g, "conversion_rate"),
+            "conversion_rate_percent": round(float(value_of(g, "conversion_rate") or 0) * 100, 2),
         }
         for g in goals
     ]
@@ -225,21 +224,21 @@ def sessions_frame(sessions: Sequence[Any], time_zone: str) -> pd.DataFrame:
     """Goal sessions as a table: times in ``time_zone``, duration in seconds and as text, '' channel = Direct."""
     records = [
         {
-            "session_start": _local(_get(s, "session_start"), time_zone),
-            "session_end": _local(_get(s, "session_end"), time_zone),
-            "duration_seconds": int(round(_get(s, "session_duration") or 0)),
-            "duration": format_duration(_get(s, "session_duration") or 0),
-            "pageviews": _get(s, "pageviews") or 0,
-            "entry_page": _get(s, "entry_page") or "",
-            "exit_page": _get(s, "exit_page") or "",
-            "channel": channel_label(_get(s, "channel")),
-            "referrer": _get(s, "referrer") or "",
-            "country": _get(s, "country") or "",
-            "browser": _get(s, "browser") or "",
-            "operating_system": _get(s, "operating_system") or "",
-            "device_type": _get(s, "device_type") or "",
-            "session_id": _get(s, "session_id"),
-            "user_id": _get(s, "user_id") or "",
+            "session_start": _local(value_of(s, "session_start"), time_zone),
+            "session_end": _local(value_of(s, "session_end"), time_zone),
+            "duration_seconds": int(round(value_of(s, "session_duration") or 0)),
+            "duration": format_duration(value_of(s, "session_duration") or 0),
+            "pageviews": value_of(s, "pageviews") or 0,
+            "entry_page": value_of(s, "entry_page") or "",
+            "exit_page": value_of(s, "exit_page") or "",
+            "channel": channel_label(value_of(s, "channel")),
+            "referrer": value_of(s, "referrer") or "",
+            "country": value_of(s, "country") or "",
+            "browser": value_of(s, "browser") or "",
+            "operating_system": value_of(s, "operating_system") or "",
+            "device_type": value_of(s, "device_type") or "",
+            "session_id": value_of(s, "session_id"),
+            "user_id": value_of(s, "user_id") or "",
         }
         for s in sessions
     ]
