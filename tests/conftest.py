@@ -14,6 +14,18 @@ from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
 from tests.support import Account, live_server, make_account, make_site
 
+def _spread_dash_ports() -> None:
+    """Give this process its own range of dash test-server ports, so two suites on one machine never collide.
+
+    ``dash_duo`` numbers its servers from 58050 in every process; the range here is below the ephemeral ports.
+    """
+    from dash.testing.application_runners import BaseDashRunner
+
+    BaseDashRunner._next_port = 20_000 + (os.getpid() % 1_000) * 20
+
+
+_spread_dash_ports()
+
 OUTPUT_DIR = Path(os.environ.get("SITELENS_TEST_OUTPUT", Path(__file__).resolve().parent.parent / "test-output"))
 
 
