@@ -21,7 +21,7 @@ def _spread_dash_ports() -> None:
     """
     from dash.testing.application_runners import BaseDashRunner
 
-    BaseDashRunner._next_port = 20_000 + (os.getpid() % 1_000) * 20
+    BaseDashRunner._next_port = 20_000 + (os.getpid() % 300) * 100
 
 
 _spread_dash_ports()
