@@ -308,7 +308,7 @@ def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: 
             f"GROUP BY session_id{f' HAVING {having}' if having else ''}"
         )
     sql = f"""{start}{d.cte("conv", converted, materialized=True)},
-page AS (SELECT session_id, row_number() OVER (ORDER BY session_end DESC, session_id) AS rn FROM conv
+page AS (SELECT session_id AS page_session, row_number() OVER (ORDER BY session_end DESC, session_id) AS rn FROM conv
          ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)}),
 s AS (
   SELECT session_id,
@@ -325,11 +325,11 @@ s AS (
     count(*) FILTER (WHERE type = 'outbound') AS outbound,
     min(timestamp) AS session_start,
     max(timestamp) AS session_end
-  {qualified_rows(scope, p)} AND session_id IN (SELECT session_id FROM page)
+  {qualified_rows(scope, p)} AND session_id IN (SELECT page_session FROM page)
   GROUP BY session_id)
 SELECT t.total_count, page.rn, s.*
 FROM (SELECT count(*) AS total_count FROM conv) AS t
-LEFT JOIN page ON true LEFT JOIN s ON s.session_id = page.session_id
+LEFT JOIN page ON true LEFT JOIN s ON s.session_id = page.page_session
 ORDER BY page.rn"""
     return p.query(sql)
 
