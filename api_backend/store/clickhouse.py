@@ -190,6 +190,16 @@ class ClickHouseEventStore:
                 )
         return int(count)
 
+    def delete_range(self, site_id: int, start: datetime, end: datetime) -> None:
+        """Delete the events of ``site_id`` in ``[start, end)`` (naive UTC); reads that follow no longer see them."""
+        with self._write_lock:
+            self.client.command(
+                f"DELETE FROM {self._delete_from} WHERE site_id = {{site:Int32}} "
+                "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}",
+                parameters={"site": site_id, "start": start, "end": end},
+                settings=_DELETE_SETTINGS,
+            )
+
     def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:
         """The newest session of each visitor seen since ``since`` (recovers live sessions after a restart)."""
         return self.query(

@@ -75,12 +75,16 @@ def _position_table(name: str, engine: str, on_cluster: str = "") -> str:
     )
 
 
-def single_node_sql() -> list[str]:
-    """The statements that create the event tables on one server (what the store runs at start-up)."""
+def single_node_sql(database: str | None = None) -> list[str]:
+    """The statements that create the event tables on one server (what the store runs at start-up).
+
+    Table names are qualified with ``database`` when given, else they go to the connection's database.
+    """
+    prefix = f"`{database}`." if database else ""
     return [
-        _events_table("events", "MergeTree"),
+        _events_table(f"{prefix}events", "MergeTree"),
         # One logical row; ReplacingMergeTree keeps the highest position when parts merge, reads take max().
-        _position_table("event_log_position", "ReplacingMergeTree(applied_seq)"),
+        _position_table(f"{prefix}event_log_position", "ReplacingMergeTree(applied_seq)"),
     ]
 
 
@@ -100,7 +104,7 @@ def cluster_schema_sql(cluster: str, database: str) -> list[str]:
         f"CREATE DATABASE IF NOT EXISTS `{database}`{on}",
         _events_table(f"`{database}`.events_local", replicated, on),
         f"CREATE TABLE IF NOT EXISTS `{database}`.events{on} AS `{database}`.events_local\n"
-        f"ENGINE = Distributed(`{cluster}`, `{database}`, events_local, cityHash64(session_id))",
+        f"ENGINE = Distributed('{cluster}', '{database}', 'events_local', cityHash64(session_id))",
         _position_table(f"`{database}`.event_log_position", replacing, on),
         f"CREATE TABLE IF NOT EXISTS `{database}`.{SCHEMA_TABLE}{on} (version UInt32, applied_at DateTime64(3, 'UTC') "
         "DEFAULT now64(3))\nENGINE = ReplicatedMergeTree('/clickhouse/tables/" + database + "/{table}', "
