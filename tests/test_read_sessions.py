@@ -16,6 +16,7 @@ from api_backend.app import create_app
 from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.events import rows_to_table
+from api_client import AnalyticsAPI, NotFoundError, Query
 from tests import truth
 from tests.support import Account, make_account, make_site
 
@@ -247,3 +248,26 @@ def test_users003_unknown_user_and_anonymous_visitor_are_404(world: World) -> No
     for user in ("nobody", visitor):
         response = world.client.get(f"/api/sites/{world.site_id}/users/{user}", headers=world.owner.headers)
         assert response.status_code == 404 and response.json()["code"] == "NOT_FOUND"
+
+
+def test_sessions008_sdk_reads_sessions_timeline_and_user(world: World) -> None:
+    api = AnalyticsAPI("http://testserver/api", token=world.owner.api_key, client=world.client)
+    page = api.sessions(world.site_id, Query(**WINDOW), limit=5)
+    raw = world.get("/sessions", limit="5", **WINDOW)
+    assert page.total_count == raw["totalCount"] and [s.session_id for s in page.rows] == [
+        s["session_id"] for s in raw["data"]
+    ]
+    first = page.rows[0]
+    assert first.session_end is not None and first.session_end.tzinfo is not None
+    assert isinstance(first.converted, bool) and first.events >= first.pageviews
+    detail = api.session(world.site_id, first.session_id)
+    assert detail.session.session_id == first.session_id and not detail.truncated
+    assert detail.timeline[0].timestamp == detail.session.session_start
+    user = world.df[world.df["identified_user_id"] != ""]["identified_user_id"].iloc[0]
+    profile = api.user(world.site_id, user, limit=1)
+    assert profile.user_id == user and profile.total_count == profile.totals.sessions >= 1
+    assert len(profile.sessions) == 1 and profile.first_seen <= profile.last_seen
+    with pytest.raises(NotFoundError):
+        api.session(world.site_id, "no-such-session")
+    with pytest.raises(NotFoundError):
+        api.user(world.site_id, "nobody")
