@@ -12,6 +12,7 @@ from api_backend.routes import (
     metric,
     organizations,
     overview,
+    script,
     sessions,
     sites,
     track,
@@ -34,4 +35,5 @@ ROUTERS = [
     live.router,
     funnels.router,
     track.router,
+    script.router,
 ]
