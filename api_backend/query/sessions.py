@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from api_backend.query.filters import SESSION_CHANNEL, SESSION_USER
+from api_backend.query.dialect import Dialect
+from api_backend.query.filters import session_channel, session_user, session_value
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
-from api_backend.query.sql import Dialect, Params, Query, paged_select
+from api_backend.query.sql import Params, Query, paged_select
 
 __all__ = [
     "TIMELINE_COLUMNS",
@@ -49,21 +50,6 @@ _TYPE_COUNTS = (("custom_event", "custom_events"), ("error", "errors"), ("outbou
 TIMELINE_COLUMNS = ("timestamp", "type", "hostname", "pathname", "querystring", "page_title", "event_name", "props")
 
 
-def _arg_max(column: str) -> str:
-    # dialect: arg_max (ClickHouse argMax).
-    return f"arg_max({column}, timestamp)"
-
-
-def _first_where(column: str, condition: str) -> str:
-    # dialect: arg_min with FILTER (WHERE ...) (ClickHouse argMinIf).
-    return f"coalesce(arg_min({column}, timestamp) FILTER (WHERE {condition}), '')"
-
-
-def _last_where(column: str, condition: str) -> str:
-    # dialect: arg_max with FILTER (WHERE ...) (ClickHouse argMaxIf).
-    return f"coalesce(arg_max({column}, timestamp) FILTER (WHERE {condition}), '')"
-
-
 def _count_where(condition: str) -> str:
     return f"sum(CASE WHEN {condition} THEN 1 ELSE 0 END)"
 
@@ -79,14 +65,18 @@ def _converted(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
 def session_columns(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
     """The aggregate columns describing one session from its rows (after ``SELECT session_id, ``)."""
     pageview = "type = 'pageview'"
+
+    def first_set(column: str, where: str) -> str:
+        return f"coalesce({d.arg_min(column, 'timestamp', where)}, '') AS {column}"
+
     columns = [
-        f"{SESSION_USER} AS user_id",
-        *(f"{_arg_max(c)} AS {c}" for c in _LAST),
-        *(f"{_first_where(c, c + _NOT_EMPTY)} AS {c}" for c in _FIRST_SET),
-        f"{_first_where('hostname', 'true')} AS hostname",
-        f"{SESSION_CHANNEL} AS channel",
-        f"{_first_where('pathname', pageview)} AS entry_page",
-        f"{_last_where('pathname', pageview)} AS exit_page",
+        f"{session_user(d)} AS user_id",
+        *(f"{d.arg_max(c, 'timestamp')} AS {c}" for c in _LAST),
+        *(first_set(c, c + _NOT_EMPTY) for c in _FIRST_SET),
+        f"{d.arg_min('hostname', 'timestamp')} AS hostname",
+        f"{session_channel(d)} AS channel",
+        f"{session_value('entry_page', d, p)} AS entry_page",
+        f"{session_value('exit_page', d, p)} AS exit_page",
         f"{_count_where(pageview)} AS pageviews",
         *(f"{_count_where(f'type = {t!r}')} AS {name}" for t, name in _TYPE_COUNTS),
         "count(*) AS events",

@@ -10,7 +10,6 @@ from api_backend.auth import ServicesDep, SiteReader
 from api_backend.query.live import build_live_pages_query, build_live_query
 from api_backend.query.paging import parse_int
 from api_backend.query.window import parse_window
-from api_backend.routes.read_params import run_query
 
 router = APIRouter(tags=["analytics"])
 
@@ -30,8 +29,8 @@ def live(
     top = parse_int(limit, "limit", 10, 1, 50)
     window = parse_window({"past_minutes_start": str(span), "past_minutes_end": "0"})
     site_id = access.site.site_id
-    row = run_query(services, build_live_query(site_id, window))[0]
-    pages = run_query(services, build_live_pages_query(site_id, window, top))
+    row = services.reader.rows(build_live_query(site_id, window))[0]
+    pages = services.reader.rows(build_live_pages_query(site_id, window, top))
     data: dict[str, Any] = {"minutes": span}
     data.update({k: int(row[k] or 0) for k in ("visitors", "sessions", "pageviews", "events")})
     data["pages"] = [

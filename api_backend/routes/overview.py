@@ -13,7 +13,7 @@ from api_backend.formats import iso_utc
 from api_backend.query.buckets import bucket_instants, bucket_starts, parse_bucket
 from api_backend.query.overview import build_overview_query, build_overview_series_query, previous_window
 from api_backend.query.scope import Scope
-from api_backend.routes.read_params import ReadQuery, dialect_of, run_cached_query
+from api_backend.routes.read_params import ReadQuery
 from api_backend.services import Services
 
 router = APIRouter(tags=["analytics"])
@@ -39,7 +39,7 @@ def _wants_previous(compare: str | None) -> bool:
 
 
 def _headline(services: Services, scope: Scope) -> dict[str, Any]:
-    row = run_cached_query(services, build_overview_query(scope, dialect_of(services)), scope)[0]
+    row = services.reader.rows(build_overview_query(scope, services.reader.dialect), scope)[0]
     data: dict[str, Any] = {k: int(row[k]) for k in ("sessions", "pageviews", "users")}
     data.update({k: _float_or_none(row[k]) for k in AVERAGES})
     return data
@@ -63,8 +63,8 @@ def overview(
 
 def _series(services: Services, scope: Scope, size: str) -> list[dict[str, Any]]:
     starts = bucket_starts(scope.window, size)
-    query = build_overview_series_query(scope, size, dialect_of(services))
-    rows = {r["bucket"]: r for r in run_cached_query(services, query, scope)}
+    query = build_overview_series_query(scope, size, services.reader.dialect)
+    rows = {r["bucket"]: r for r in services.reader.rows(query, scope)}
     if scope.window.is_all_time and rows:
         starts = bucket_starts(scope.window, size, min(rows), max(rows))
     data = []

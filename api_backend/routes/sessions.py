@@ -22,7 +22,7 @@ from api_backend.query.sessions import (
     build_user_totals_query,
 )
 from api_backend.query.window import Window
-from api_backend.routes.read_params import ReadQuery, WindowQuery, dialect_of, run_cached_query
+from api_backend.routes.read_params import ReadQuery, WindowQuery
 from api_backend.services import Services
 
 router = APIRouter(tags=["sessions"])
@@ -59,7 +59,7 @@ def _described_page(
     ids = [r["session_id"] for r in page_rows if r["rn"] is not None]
     if not ids:
         return [], total
-    rows = run_cached_query(services, build_session_rows_query(scope, ids, goals, dialect_of(services)), scope)
+    rows = services.reader.rows(build_session_rows_query(scope, ids, goals, services.reader.dialect), scope)
     return [session_json(r) for r in rows], total
 
 
@@ -74,8 +74,8 @@ def list_sessions(
     """
     paging = parse_page(page, limit, 25, 100)
     scope = params.scope(access.site.site_id)
-    d = dialect_of(services)
-    page_rows = run_cached_query(services, build_session_page_query(scope, paging.limit, paging.offset, d), scope)
+    query = build_session_page_query(scope, paging.limit, paging.offset, services.reader.dialect)
+    page_rows = services.reader.rows(query, scope)
     data, total = _described_page(services, scope, page_rows, _goal_specs(services, access.site.site_id))
     return {"data": data, "totalCount": total}
 
@@ -128,12 +128,12 @@ def get_session(access: SiteReader, services: ServicesDep, session_id: SessionPa
     """
     site_id = access.site.site_id
     scope = Scope((site_id,), Window(None, None))
-    described = build_session_rows_query(scope, [session_id], _goal_specs(services, site_id), dialect_of(services))
-    rows = run_cached_query(services, described, scope)
+    goals = _goal_specs(services, site_id)
+    rows = services.reader.rows(build_session_rows_query(scope, [session_id], goals, services.reader.dialect), scope)
     if not rows:
         raise NotFoundError("Session not found.")
     session = session_json(rows[0])
-    events = run_cached_query(services, build_timeline_query(site_id, session_id, TIMELINE_LIMIT + 1), scope)
+    events = services.reader.rows(build_timeline_query(site_id, session_id, TIMELINE_LIMIT + 1), scope)
     timeline = timeline_json(events[:TIMELINE_LIMIT], rows[0]["session_end"])
     return {"data": {"session": session, "timeline": timeline, "truncated": len(events) > TIMELINE_LIMIT}}
 
@@ -156,12 +156,10 @@ def get_user(
     paging = parse_page(page, limit, 25, 100)
     site_id = access.site.site_id
     scope = Scope((site_id,), params.window())
-    totals = run_cached_query(services, build_user_totals_query(scope, user_id), scope)[0]
+    totals = services.reader.rows(build_user_totals_query(scope, user_id), scope)[0]
     if not totals["sessions"]:
         raise NotFoundError("User not found.")
-    page_rows = run_cached_query(
-        services, build_user_sessions_query(scope, user_id, paging.limit, paging.offset), scope
-    )
+    page_rows = services.reader.rows(build_user_sessions_query(scope, user_id, paging.limit, paging.offset), scope)
     sessions, total = _described_page(services, scope, page_rows, _goal_specs(services, site_id))
     return {
         "data": {
