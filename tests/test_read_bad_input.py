@@ -34,6 +34,7 @@ GET_ROUTES = [
     ("overview-bucketed", {}),
     ("funnels/analyze", {}),
     ("org-event-count", {}),
+    ("sessions", {}),
 ]
 
 WINDOW_CASES = {
@@ -67,6 +68,20 @@ FILTER_CASES = {
 }
 
 ROUTE_CASES = [
+    ("sessions", {"limit": "101"}),
+    ("sessions", {"limit": "0"}),
+    ("sessions", {"page": "0"}),
+    ("users/u", {"limit": "101"}),
+    ("users/u", {"start_date": "2026-03-01"}),
+    ("live", {"minutes": "0"}),
+    ("live", {"minutes": "61"}),
+    ("live", {"minutes": "5.5"}),
+    ("live", {"minutes": "x"}),
+    ("live", {"limit": "51"}),
+    ("overview", {"compare": "next"}),
+    ("overview", {"compare": "previous"}),
+    ("overview/time-series", {"compare": "yes", "start_date": "2026-03-01", "end_date": "2026-03-02"}),
+    ("overview/time-series", {"compare": "previous"}),
     ("goals", {"page": "0"}),
     ("goals", {"page": "x"}),
     ("goals", {"limit": "0"}),
