@@ -50,3 +50,39 @@ def test_layering002_the_import_walk_sees_imports_inside_functions(tmp_path: Pat
 def test_layering003_the_composition_depends_on_both() -> None:
     imported = set().union(*(imported_packages(path) for path in (ROOT / "sitelens").rglob("*.py")))
     assert {"api_backend", "dashboard"} <= imported
+
+
+def _module_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports (``TYPE_CHECKING`` imports included)."""
+    graph: dict[str, set[str]] = {}
+    for path in (ROOT / package).rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets.add(node.module)
+                targets.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+        graph[name] = targets
+    return {name: {t for t in targets if t in graph and t != name} for name, targets in graph.items()}
+
+
+def test_layering004_backend_modules_import_without_cycles() -> None:
+    graph = _module_graph("api_backend")
+    done: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            cycles.append(path[path.index(name) :] + [name])
+            return
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            visit(target, [*path, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+    assert cycles == []
