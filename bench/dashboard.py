@@ -1,4 +1,5 @@
-"""Dashboard page times in headless Chromium: from navigation start to the goals table / errors list on screen.
+"""Dashboard page times in headless Chromium: from navigation start to the overview's headline numbers / goals table /
+errors list on screen.
 
 A script installed before every document (Chrome DevTools ``Page.addScriptToEvaluateOnNewDocument``) watches the
 DOM and records ``performance.now()`` (milliseconds since navigation start) when the page's data first appears, so
@@ -24,6 +25,7 @@ __all__ = ["PAGES", "run_dashboard"]
 
 # page name -> (path, CSS selector of the data being on screen)
 PAGES: dict[str, tuple[str, str]] = {
+    "overview": ("/overview", ".overview-loaded"),
     "goals": ("/goals", "#goals-table tbody tr"),
     "errors": ("/errors", "#errors-groups button.error-group"),
 }

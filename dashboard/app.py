@@ -172,14 +172,14 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         prevent_initial_call=True,
     )
     def pick_site(choice: dict | None, pathname: str | None, search: str | None) -> str:
-        """Choosing a site opens the same page for it (goals when the current page is not about one site)."""
+        """Choosing a site opens the same page for it (its overview when the current page is not about one site)."""
         view = parse_view(search)
         site_id = (choice or {}).get("site")
         if site_id is None or site_id == view.site_id:
             raise PreventUpdate
         path = _path(pathname)
         site_pages = {p["relative_path"] for p in dash.page_registry.values() if p.get("nav_scope") == "site"}
-        target = path if dash.get_relative_path(path) in site_pages else "/goals"
+        target = path if dash.get_relative_path(path) in site_pages else "/overview"
         new_search = view.replace(site_id=site_id, goal=None, error=None, page=1, sort=None, order=None).to_search()
         return dash.get_relative_path(target) + new_search
 

@@ -179,3 +179,24 @@ SETTINGS_LINK_STATUS = "settings-link-status"
 SETTINGS_DELETE_INPUT = "settings-delete-input"
 SETTINGS_DELETE = "settings-delete"
 SETTINGS_DELETE_STATUS = "settings-delete-status"
+
+# --- overview -------------------------------------------------------------------------------------------
+OVERVIEW_TILES = "overview-tiles"
+OVERVIEW_CHART = "overview-chart"
+OVERVIEW_METRIC = "overview-metric"  # which headline number the main chart draws
+OVERVIEW_BUCKET = "overview-bucket"
+OVERVIEW_LIVE = "overview-live"
+OVERVIEW_LIVE_TICK = "overview-live-tick"  # dcc.Interval that refreshes the live badge
+OVERVIEW_GOALS = "overview-goals"
+OVERVIEW_TABS_TYPE = "overview-tabs"  # {"type": ..., "panel": "Pages" | ...}: the tabs of one panel
+OVERVIEW_PANEL_TYPE = "overview-panel"  # {"type": ..., "panel": ...}: the rows of one panel
+OVERVIEW_ROW_TYPE = "overview-row"  # {"type": ..., "parameter": ..., "value": ...}: a row that adds a filter
+
+# --- sessions -------------------------------------------------------------------------------------------
+SESSIONS_BODY = "sessions-body"
+SESSIONS_TABLE = "sessions-table"
+SESSION_BODY = "session-body"  # one session's facts and timeline
+SESSION_TIMELINE = "session-timeline"
+USER_BODY = "user-body"
+USER_FACTS = "user-facts"
+USER_SESSIONS_TABLE = "user-sessions-table"

@@ -66,6 +66,12 @@ SITE_METHODS = frozenset(
         "metric",
         "overview",
         "overview_time_series",
+        "overview_compared",
+        "overview_time_series_compared",
+        "sessions",
+        "session",
+        "user",
+        "funnel",
     }
 )
 # How long a credential that answered is trusted before a cached answer is served again without asking the API.

@@ -81,6 +81,9 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
 
     # The navbar's site picker opens the goals of the chosen site.
     dash_duo.find_element(f"#site-{shop.site_id}").click()
+    dash_duo.wait_for_element("#overview-tiles", timeout=10)
+    dash_duo.wait_for_element("#nav-goals", timeout=10)
+    click(dash_duo, "#nav-goals")
     dash_duo.wait_for_element("#goals-body", timeout=10)
     until(lambda: f"site={shop.site_id}" in dash_duo.driver.current_url, 5)
     dash_duo.select_dcc_dropdown("#frame-site-picker", value="blog.example.org · Org of blog.example.org")

@@ -44,6 +44,8 @@ def test_dash_serve001_one_process_api_and_dashboard(dash_br, tmp_path, output_d
         dash_br.find_element("#login-password").send_keys(PASSWORD)
         dash_br.find_element("#login-submit").click()
         dash_br.wait_for_element(f"#site-{site.site_id}", timeout=15).click()
+        dash_br.wait_for_text_to_equal("#overview-sessions", "10", timeout=15)  # a site opens on its overview
+        dash_br.wait_for_element("#nav-goals", timeout=15).click()
         dash_br.wait_for_contains_text("#goals-table", "40.0%", timeout=15)
         dash_br.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=15)
         dash_br.driver.save_screenshot(str(output_dir / "serve-goals.png"))

@@ -53,6 +53,9 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
     dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.find_element(f"#site-{site.site_id}").click()
+    dash_duo.wait_for_element("#overview-tiles", timeout=10)
+    dash_duo.wait_for_element("#nav-goals", timeout=10)
+    click(dash_duo, "#nav-goals")
     dash_duo.wait_for_contains_text("#goals-body", "No goals yet", timeout=10)
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
 
@@ -70,6 +73,7 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
 
     # A bad pattern: the API's message appears beside the path field and nothing is saved.
     dash_duo.find_element("#goals-new").click()
+    wait_visible(dash_duo, "#goals-form-name")
     fill(dash_duo, "#goals-form-name", "Broken")
     dash_duo.find_element("#goals-form-save").click()
     path_error = '[id=\'{"field":"path_pattern","type":"goals-form-error"}\']'
@@ -146,6 +150,9 @@ def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, a
     dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.find_element(f"#site-{site.site_id}").click()
+    dash_duo.wait_for_element("#overview-tiles", timeout=10)
+    dash_duo.wait_for_element("#nav-goals", timeout=10)
+    click(dash_duo, "#nav-goals")
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
     dash_duo.wait_for_contains_text("#goals-table", "40.0%", timeout=10)
 

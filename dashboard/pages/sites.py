@@ -25,7 +25,7 @@ dash.register_page("dashboard.pages.home", path="/", title="sitelens", name="Hom
 
 
 def site_tile(site: Any, role: str) -> dcc.Link:
-    """One site as a clickable tile that opens its goals."""
+    """One site as a clickable tile that opens its overview."""
     flags = [label for attr, label in (("public", "public"), ("track_errors", "errors")) if getattr(site, attr, False)]
     return dcc.Link(
         [
@@ -36,7 +36,7 @@ def site_tile(site: Any, role: str) -> dcc.Link:
                 className="site-badges",
             ),
         ],
-        href=dash.get_relative_path("/goals") + f"?site={site.site_id}",
+        href=dash.get_relative_path("/overview") + f"?site={site.site_id}",
         className="site-tile",
         id=f"site-{site.site_id}",
     )

@@ -1,0 +1,243 @@
+"""Pure layout factories of the overview page: headline tiles, the main chart, breakdown panels, the live badge.
+
+Every number shown comes from the API (``Overview``, ``OverviewBucket``, ``MetricRow``, ``LiveVisitors``); nothing
+here computes a figure beyond formatting it and the change between two figures the API gave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from dash import dcc, html
+
+from dashboard import ids
+from dashboard.components.common import (
+    channel_label,
+    format_change,
+    format_duration,
+    format_number,
+    format_percent,
+    value_of,
+)
+
+__all__ = [
+    "BUCKETS",
+    "HEADLINES",
+    "PANELS",
+    "SMALL_PREVIOUS",
+    "default_bucket",
+    "headline_tiles",
+    "live_badge",
+    "panel_rows",
+    "series_figure",
+]
+
+# (key of Overview, label, formatter, a rise is good)
+HEADLINES = (
+    ("users", "Unique visitors", format_number, True),
+    ("sessions", "Visits", format_number, True),
+    ("pageviews", "Pageviews", format_number, True),
+    ("pages_per_session", "Views per visit", lambda v: format_number(v, 2), True),
+    ("bounce_rate", "Bounce rate", format_percent, False),
+    ("session_duration", "Visit duration", format_duration, True),
+)
+# Below this many visits in the previous period a percentage change says more about noise than about the site.
+SMALL_PREVIOUS = 10
+BUCKETS = ("hour", "day", "week", "month")
+# Panel -> its tabs as (tab value = metric parameter, tab label).
+PANELS: dict[str, tuple[tuple[str, str], ...]] = {
+    "Pages": (("pathname", "Top pages"), ("entry_page", "Entry pages"), ("exit_page", "Exit pages")),
+    "Sources": (
+        ("channel", "Channels"),
+        ("referrer", "Referrers"),
+        ("utm_source", "UTM source"),
+        ("utm_medium", "UTM medium"),
+        ("utm_campaign", "UTM campaign"),
+    ),
+    "Locations": (("country", "Countries"), ("region", "Regions"), ("city", "Cities")),
+    "Devices": (
+        ("device_type", "Device type"),
+        ("browser", "Browser"),
+        ("operating_system", "OS"),
+        ("dimensions", "Screen size"),
+    ),
+}
+
+
+def default_bucket(days: int) -> str:
+    """The bucket that gives a readable number of points for a range of ``days``."""
+    if days <= 2:
+        return "hour"
+    if days <= 90:
+        return "day"
+    if days <= 365:
+        return "week"
+    return "month"
+
+
+def change_text(key: str, now: Any, before: Any, previous_visits: int | None) -> tuple[str, str]:
+    """(text, direction) of one tile's change; words instead of a percentage when the earlier period is thin."""
+    if previous_visits is None:
+        return "", "none"  # still loading: say nothing rather than something wrong
+    if previous_visits == 0:
+        return "no earlier data", "none"
+    if previous_visits < SMALL_PREVIOUS:
+        return "too little earlier data", "none"
+    return format_change(now, before, points=key == "bounce_rate")
+
+
+def headline_tiles(current: Any = None, previous: Any = None) -> html.Div:
+    """The six headline numbers of the range, each with its change against the previous period."""
+    previous_visits = value_of(previous, "sessions") if previous is not None else None
+    tiles = []
+    for key, label, fmt, rise_is_good in HEADLINES:
+        now, before = value_of(current, key), value_of(previous, key)
+        text, direction = change_text(key, now, before, previous_visits)
+        tone = "neutral"
+        if direction in ("up", "down"):
+            tone = "good" if (direction == "up") == rise_is_good else "bad"
+        tiles.append(
+            html.Div(
+                [
+                    html.Div(label, className="stat-label"),
+                    html.Div(fmt(now) if current is not None else "…", className="stat-value", id=f"overview-{key}"),
+                    html.Div(
+                        text,
+                        className=f"stat-change stat-{direction} stat-{tone}",
+                        id=f"overview-{key}-change",
+                        title="Change against the previous period of the same length",
+                    ),
+                ],
+                className="stat",
+            )
+        )
+    # "overview-loaded" marks numbers from the API (the benchmark waits for it), not the placeholders.
+    loaded = " overview-loaded" if current is not None else ""
+    return html.Div(tiles, className=f"stats overview-stats{loaded}")
+
+
+def series_figure(current: Sequence[Any], previous: Sequence[Any], metric: str, bucket: str) -> go.Figure:
+    """The chosen metric per bucket, with the previous period drawn dotted on the same x positions."""
+    times = [value_of(b, "time") for b in current]
+    label = next((lbl for key, lbl, _, _ in HEADLINES if key == metric), metric)
+    fig = go.Figure()
+    if previous:
+        fig.add_trace(
+            go.Scatter(
+                x=times[: len(previous)],
+                y=[value_of(b, metric) for b in previous][: len(times)],
+                customdata=[str(value_of(b, "time")) for b in previous],
+                name="Previous period",
+                mode="lines",
+                line={"dash": "dot", "color": "#9aa4b2", "width": 2},
+                hovertemplate="%{customdata}: %{y}<extra>previous</extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=times,
+            y=[value_of(b, metric) for b in current],
+            name=label,
+            mode="lines+markers" if len(times) < 40 else "lines",
+            line={"color": "#4f6bed", "width": 2},
+            fill="tozeroy",
+            fillcolor="rgba(79,107,237,0.08)",
+        )
+    )
+    fig.update_layout(
+        margin={"l": 40, "r": 10, "t": 10, "b": 30},
+        height=280,
+        showlegend=bool(previous),
+        legend={"orientation": "h", "y": -0.2},
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
+        hovermode="x unified",
+        yaxis={"rangemode": "tozero", "gridcolor": "rgba(128,128,128,0.2)"},
+        xaxis={"showgrid": False, "hoverformat": "%Y-%m-%d %H:%M" if bucket == "hour" else "%Y-%m-%d"},
+    )
+    return fig
+
+
+def row_label(parameter: str, value: Any) -> str:
+    """How a panel shows a value: direct traffic and empty values get words."""
+    if parameter == "channel":
+        return channel_label(value)
+    return str(value) if value not in (None, "") else "(none)"
+
+
+def panel_rows(parameter: str, rows: Sequence[Any]) -> html.Div:
+    """A panel's rows (value, visits, share) as buttons: clicking one adds it as a filter."""
+    if not rows:
+        return html.Div("No data for this range.", className="panel-empty")
+    items = []
+    for row in rows:
+        value, count, share = value_of(row, "value"), value_of(row, "count"), value_of(row, "percentage")
+        items.append(
+            html.Button(
+                [
+                    html.Span(
+                        className="panel-bar", style={"width": f"{max(min(float(share or 0), 100.0), 0.0):.1f}%"}
+                    ),
+                    html.Span(row_label(parameter, value), className="panel-value"),
+                    html.Span(format_number(count), className="panel-count"),
+                    html.Span(format_percent(share), className="panel-share"),
+                ],
+                id={"type": ids.OVERVIEW_ROW_TYPE, "parameter": parameter, "value": str(value)},
+                n_clicks=0,
+                className="panel-row",
+                title="Show only visits with this value",
+            )
+        )
+    header = html.Div(
+        [html.Span("", className="panel-value"), html.Span("Visits", className="panel-count"), html.Span("")],
+        className="panel-row panel-head",
+    )
+    return html.Div([header, *items], className="panel-rows", id=f"overview-rows-{parameter}")
+
+
+def goal_rows(goals: Sequence[Any]) -> html.Div:
+    """The Goals panel: conversions and conversion rate per goal, as the API counts them."""
+    if not goals:
+        return html.Div("No goals yet.", className="panel-empty")
+    rows = [
+        html.Div(
+            [
+                html.Span(value_of(g, "name") or f"Goal {value_of(g, 'goal_id')}", className="panel-value"),
+                html.Span(format_number(value_of(g, "total_conversions")), className="panel-count"),
+                html.Span(format_percent(_rate(value_of(g, "conversion_rate"))), className="panel-share"),
+            ],
+            className="panel-row",
+        )
+        for g in goals
+    ]
+    head = html.Div(
+        [html.Span("Goal", className="panel-value"), html.Span("Conv.", className="panel-count"), html.Span("Rate")],
+        className="panel-row panel-head",
+    )
+    return html.Div([head, *rows], className="panel-rows", id="overview-rows-goals")
+
+
+def _rate(value: Any) -> Any:
+    # Goal rates travel as fractions (0..1); the panel shows percent.
+    return value * 100 if isinstance(value, (int, float)) else value
+
+
+def live_badge(live: Any) -> html.Span:
+    """ "N visitors now" for the last minutes, from ``LiveVisitors``."""
+    visitors = value_of(live, "visitors")
+    minutes = value_of(live, "minutes")
+    text = f"{format_number(visitors)} {'visitor' if visitors == 1 else 'visitors'} in the last {minutes} min"
+    return html.Span([html.Span(className="live-dot"), text], className="live-badge-text")
+
+
+def bucket_picker(value: str) -> dcc.RadioItems:
+    """Hour / day / week / month."""
+    return dcc.RadioItems(
+        id=ids.OVERVIEW_BUCKET,
+        options=[{"label": b.capitalize(), "value": b} for b in BUCKETS],
+        value=value,
+        inline=True,
+        className="segmented",
+    )
