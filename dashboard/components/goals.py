@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -16,6 +17,7 @@ from dash import dcc, html
 
 from dashboard import ids
 from dashboard.components.common import (
+    app_href,
     channel_label,
     data_table,
     empty_state,
@@ -277,6 +279,12 @@ def sessions_body(
     df = sessions_frame(sessions, view.time_zone)
     # On screen: minutes are enough, and a referrer reads best as its host (the CSV keeps both in full).
     df["session_start"] = df["session_start"].str.slice(0, 16)
+    # The start time opens the session's timeline (the same page the sessions list links to).
+    search = view.to_search(goal=None, page=1)
+    df["session_start"] = [
+        f"[{started}]({app_href('/sessions/' + quote(str(sid), safe=''))}{search})"
+        for started, sid in zip(df["session_start"], df["session_id"], strict=True)
+    ]
     df["referrer"] = df["referrer"].map(referrer_host)
     # One column for what the visitor used keeps the table within the page (the CSV has them apart).
     df["platform"] = [
@@ -290,6 +298,7 @@ def sessions_body(
         df,
         ids.GOAL_SESSIONS_TABLE,
         columns=columns,
+        markdown=("session_start",),
         nowrap=("session_start", "duration", "pageviews", "country"),
     )
     total_pages = max(1, -(-total // page_size)) if total is not None else None
