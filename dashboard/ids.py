@@ -200,3 +200,15 @@ SESSION_TIMELINE = "session-timeline"
 USER_BODY = "user-body"
 USER_FACTS = "user-facts"
 USER_SESSIONS_TABLE = "user-sessions-table"
+
+# --- funnels --------------------------------------------------------------------------------------------
+FUNNEL_STEPS = "funnel-steps"  # the step rows
+FUNNEL_STEP_TYPE = "funnel-step"  # {"type": ..., "field": "kind" | "value" | "key" | "prop", "index": n}
+FUNNEL_ADD = "funnel-add"
+FUNNEL_REMOVE = "funnel-remove"
+FUNNEL_ANALYZE = "funnel-analyze"
+FUNNEL_SEGMENT_PARAMETER = "funnel-segment-parameter"
+FUNNEL_SEGMENT_VALUE = "funnel-segment-value"
+FUNNEL_RESULT = "funnel-result"
+FUNNEL_CHART = "funnel-chart"
+FUNNEL_TABLE = "funnel-table"
