@@ -1,13 +1,16 @@
-"""The site picker (organization -> site), and ``/``, which sends a person to it (or to sign-in)."""
+"""The site picker (organization -> site) with each site's last 24 hours, the form admins add a site with (and the
+new site's tracking snippet), and ``/``, which sends a person to the picker (or to sign-in)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import dash
-from dash import dcc, html
+from dash import ALL, Input, Output, State, callback, dcc, html
+from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
+from dashboard.components import sites as sites_ui
 from dashboard.components.common import app_href, card, empty_state, error_view, page_header, redirect
 from dashboard.components.frame import login_href
 
@@ -35,6 +38,7 @@ def site_tile(site: Any, role: str) -> dcc.Link:
                 [html.Span(role, className="badge")] + [html.Span(f, className="badge badge-muted") for f in flags],
                 className="site-badges",
             ),
+            html.Div(id={"type": ids.SITES_STATS_TYPE, "site": site.site_id}, className="site-stats-slot"),
         ],
         href=dash.get_relative_path("/overview") + f"?site={site.site_id}",
         className="site-tile",
@@ -70,10 +74,104 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             )
             for org, sites in groups
         ]
-    return html.Div(
-        [
-            page_header("Sites", "Choose a site to see its goals, sessions and errors."),
-            html.Div(body, id=ids.SITES_LIST, className="stack"),
-        ],
-        className="page",
-    )
+    site_ids = [site.site_id for _, sites in groups for site in sites]
+    admin_orgs = [org for org, _ in groups if org.role in ("owner", "admin")]
+    children: list[Any] = [
+        page_header("Sites", "Choose a site to see its overview, sessions, goals and errors."),
+        html.Div(body, id=ids.SITES_LIST, className="stack"),
+        dcc.Store(id=ids.SITES_STATS_LOAD, data=site_ids),
+    ]
+    if admin_orgs:
+        children.append(
+            card(
+                [
+                    sites_ui.add_site_form(admin_orgs),
+                    html.Div(id=ids.SITES_NEW),
+                    dcc.Store(id=ids.SITES_NEW_ID),
+                    dcc.Interval(id=ids.SITES_NEW_TICK, interval=2000, disabled=True),
+                ],
+                title="Add a site",
+                class_name="site-add",
+            )
+        )
+    return html.Div(children, className="page")
+
+
+@callback(
+    Output({"type": ids.SITES_STATS_TYPE, "site": ALL}, "children"),
+    Input(ids.SITES_STATS_LOAD, "data"),
+    State({"type": ids.SITES_STATS_TYPE, "site": ALL}, "id"),
+    State(ids.AUTH, "data"),
+)
+def load_stats(_: list | None, slots: list[dict], auth: dict | None) -> list:
+    """Each site's visitors of the last 24 hours and their hourly sparkline, after the list is on screen."""
+    from api_client import APIError, Query
+
+    api = session.api_for(auth)
+    day = Query(past_minutes_start=24 * 60, past_minutes_end=0)
+    out = []
+    for slot in slots:
+        try:
+            overview = api.overview(slot["site"], day)
+            series = api.overview_time_series(slot["site"], day, bucket="hour")
+        except APIError:
+            out.append("")
+            continue
+        out.append(sites_ui.site_stats(overview, series))
+    return out
+
+
+@callback(
+    Output(ids.SITES_ADD_ERROR, "children"),
+    Output(ids.SITES_NEW, "children"),
+    Output(ids.SITES_NEW_ID, "data"),
+    Output(ids.SITES_NEW_TICK, "disabled"),
+    Input(ids.SITES_ADD_SUBMIT, "n_clicks"),
+    State(ids.SITES_ADD_ORG, "value"),
+    State(ids.SITES_ADD_DOMAIN, "value"),
+    State(ids.SITES_ADD_NAME, "value"),
+    State(ids.AUTH, "data"),
+    prevent_initial_call=True,
+)
+def add_site(clicks: int, org_id: str | None, domain: str | None, name: str | None, auth: dict | None) -> tuple:
+    """Create the site; the API's objection (a bad domain, or 409 for one the organization has) goes by the field."""
+    if not clicks or not org_id:
+        raise PreventUpdate
+    domain = (domain or "").strip()
+    if not domain:
+        return "Enter the site's domain, e.g. example.com.", dash.no_update, dash.no_update, dash.no_update
+    from api_client import APIError, ConflictError, ValidationError
+
+    try:
+        site = session.api_for(auth).create_site(org_id, domain, name=(name or "").strip() or None)
+    except ConflictError:
+        return "This organization already has a site with this domain.", "", None, True
+    except ValidationError as exc:
+        return exc.message, "", None, True
+    except APIError as exc:
+        return "", error_view(exc), None, True
+    session.invalidate(site.site_id)
+    return "", sites_ui.snippet(session.api_url(), site), site.site_id, False
+
+
+@callback(
+    Output(ids.SITES_NEW_STATUS, "children"),
+    Output(ids.SITES_NEW_TICK, "disabled", allow_duplicate=True),
+    Input(ids.SITES_NEW_TICK, "n_intervals"),
+    State(ids.SITES_NEW_ID, "data"),
+    State(ids.AUTH, "data"),
+    prevent_initial_call=True,
+)
+def watch_first_pageview(_: int, site_id: int | None, auth: dict | None) -> tuple:
+    """Ask whether the new site's first page view arrived; once it has, say so in green and stop asking."""
+    from api_client import APIError
+
+    if site_id is None:
+        raise PreventUpdate
+    try:
+        live = session.api_for(auth).live(site_id, 60)
+    except APIError:
+        raise PreventUpdate from None
+    if not live.pageviews:
+        raise PreventUpdate
+    return sites_ui.snippet_status(True), True
