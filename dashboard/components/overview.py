@@ -167,23 +167,25 @@ def row_label(parameter: str, value: Any) -> str:
     return str(value) if value not in (None, "") else "(none)"
 
 
-def panel_rows(parameter: str, rows: Sequence[Any]) -> html.Div:
-    """A panel's rows (value, visits, share) as buttons: clicking one adds it as a filter."""
+def panel_rows(parameter: str, rows: Sequence[Any], *, clickable: bool = True) -> html.Div:
+    """A panel's rows (value, visits, share) as buttons: clicking one adds it as a filter (read-only: plain rows)."""
     if not rows:
         return html.Div("No data for this range.", className="panel-empty")
     items = []
     for row in rows:
         value, count, share = value_of(row, "value"), value_of(row, "count"), value_of(row, "percentage")
+        cells = [
+            html.Span(className="panel-bar", style={"width": f"{max(min(float(share or 0), 100.0), 0.0):.1f}%"}),
+            html.Span(row_label(parameter, value), className="panel-value"),
+            html.Span(format_number(count), className="panel-count"),
+            html.Span(format_percent(share), className="panel-share"),
+        ]
+        if not clickable:
+            items.append(html.Div(cells, className="panel-row"))
+            continue
         items.append(
             html.Button(
-                [
-                    html.Span(
-                        className="panel-bar", style={"width": f"{max(min(float(share or 0), 100.0), 0.0):.1f}%"}
-                    ),
-                    html.Span(row_label(parameter, value), className="panel-value"),
-                    html.Span(format_number(count), className="panel-count"),
-                    html.Span(format_percent(share), className="panel-share"),
-                ],
+                cells,
                 id={"type": ids.OVERVIEW_ROW_TYPE, "parameter": parameter, "value": str(value)},
                 n_clicks=0,
                 className="panel-row",

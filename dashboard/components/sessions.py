@@ -78,16 +78,19 @@ def _md(text: str, href: str) -> str:
     return f"[{safe}]({href})"
 
 
-def sessions_frame(sessions: Sequence[Any], view: Any, search: str) -> pd.DataFrame:
-    """Sessions as table rows whose start time links to the timeline and whose user links to the profile."""
+def sessions_frame(sessions: Sequence[Any], view: Any, search: str, *, links: bool = True) -> pd.DataFrame:
+    """Sessions as table rows whose start time links to the timeline and whose user links to the profile
+    (plain text without ``links``, for the read-only shared view)."""
     records = []
     for s in sessions:
         session_id, user_id = value_of(s, "session_id"), value_of(s, "user_id") or ""
         started = local_time(value_of(s, "session_start"), view.time_zone)
         records.append(
             {
-                "started": _md(started or session_id, session_href(view.site_id, session_id, search)),
-                "user": _md(user_id, user_href(view.site_id, user_id, search)) if user_id else "",
+                "started": _md(started or session_id, session_href(view.site_id, session_id, search))
+                if links
+                else started,
+                "user": _md(user_id, user_href(view.site_id, user_id, search)) if user_id and links else user_id,
                 "entry_page": value_of(s, "entry_page") or "",
                 "pageviews": value_of(s, "pageviews") or 0,
                 "events": value_of(s, "events") or 0,
@@ -111,18 +114,20 @@ def session_list(
     href: Callable[[int], str],
     page_size: int,
     table_id: str = ids.SESSIONS_TABLE,
+    *,
+    links: bool = True,
 ) -> Any:
-    """One page of sessions with a pager, or an empty state."""
+    """One page of sessions with a pager, or an empty state (``links``: rows open timelines and profiles)."""
     if not sessions:
         if view.page > 1:
             return empty_state("No more sessions", "This is past the last page.")
         return empty_state("No sessions in this range", "Try a longer date range, or remove filters.")
     columns = [(key, f"Started ({view.time_zone})" if key == "started" else label) for key, label in LIST_COLUMNS]
     table = data_table(
-        sessions_frame(sessions, view, search),
+        sessions_frame(sessions, view, search, links=links),
         table_id,
         columns=columns,
-        markdown=("started", "user"),
+        markdown=("started", "user") if links else (),
         nowrap=("started", "duration", "pageviews", "events", "errors", "country"),
     )
     total_pages = max(1, -(-total // page_size))

@@ -13,7 +13,7 @@ import dash
 from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from dashboard import ids, session
+from dashboard import ids, readonly, session
 from dashboard.components import channels as channel_ui
 from dashboard.components import goals as goal_ui
 from dashboard.components.common import card, empty_state, error_view, invalid_link, loading
@@ -22,7 +22,13 @@ from dashboard.state import ViewState, parse_view
 
 dash.register_page(__name__, path_template="/share/<site_id>", title="Shared view · sitelens", name="Shared view")
 
-TABS = {"goals": "Goals", "channels": "Channel ranking", "errors": "Errors"}
+TABS = {
+    "overview": "Overview",
+    "visits": "Sessions",
+    "goals": "Goals",
+    "channels": "Channel ranking",
+    "errors": "Errors",
+}
 GOALS_PAGE = 20
 SESSIONS_PAGE = 25
 ERROR_GROUPS = 10
@@ -234,21 +240,28 @@ def load_shared(view_data: dict | None, share: dict | None, tab: str | None, fra
         site = api.site(view.site_id)
         if tab == "sessions":
             content = _sessions(api, view)
+        elif tab == "overview":
+            content = readonly.overview_body(api, view)
+        elif tab == "visits":
+            content = readonly.sessions_body(api, view, lambda p: share_href(view, "visits", page=p))
         elif tab == "channels":
             content = _channels(api, view)
         elif tab == "errors":
             content, messages = _errors(api, view)
         else:
             content = _goals(api, view)
-        current = session.cached_call(api, "overview", view.site_id, view.query())
-        previous = session.cached_call(api, "overview", view.site_id, view.previous().query())
+        strip = None  # the overview tab has its own headline numbers
+        if tab != "overview":
+            current = session.cached_call(api, "overview", view.site_id, view.query())
+            previous = session.cached_call(api, "overview", view.site_id, view.previous().query())
+            strip = overview_strip(current, previous)
     except APIError as exc:
         shown = error_view(exc, shared=True)
         if getattr(shown, "id", None) == "share-invalid":
             # Nothing of the site stays on screen for a link that no longer opens it.
             return None, "Shared view", [], True, shown, no_update
         return shown, "Shared view", [], False, None, no_update
-    return content, site.name or site.domain, messages, False, None, overview_strip(current, previous)
+    return content, site.name or site.domain, messages, False, None, strip
 
 
 @callback(
