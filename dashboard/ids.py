@@ -188,6 +188,7 @@ OVERVIEW_BUCKET = "overview-bucket"
 OVERVIEW_LIVE = "overview-live"
 OVERVIEW_LIVE_TICK = "overview-live-tick"  # dcc.Interval that refreshes the live badge
 OVERVIEW_GOALS = "overview-goals"
+OVERVIEW_MAP = "overview-map"  # the world map of the Locations panel
 OVERVIEW_TABS_TYPE = "overview-tabs"  # {"type": ..., "panel": "Pages" | ...}: the tabs of one panel
 OVERVIEW_PANEL_TYPE = "overview-panel"  # {"type": ..., "panel": ...}: the rows of one panel
 OVERVIEW_ROW_TYPE = "overview-row"  # {"type": ..., "parameter": ..., "value": ...}: a row that adds a filter

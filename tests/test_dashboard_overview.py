@@ -19,7 +19,7 @@ def test_dash_overview001_numbers_range_and_row_filter(dash_duo, services, api_b
     services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
     dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
     sign_in(dash_duo, "owner@example.com")
-    dash_duo.driver.set_window_size(1440, 1100)
+    dash_duo.driver.set_window_size(1440, 2200)
 
     # A site opens on its overview.
     dash_duo.find_element(f"#site-{site.site_id}").click()
@@ -39,6 +39,14 @@ def test_dash_overview001_numbers_range_and_row_filter(dash_duo, services, api_b
     dash_duo.wait_for_contains_text("#overview-rows-goals", "40.0%", timeout=10)  # 4 of 10 visits reached /pricing
     dash_duo.wait_for_element("#overview-chart .main-svg", timeout=10)
     dash_duo.wait_for_contains_text("#overview-live", "in the last 5 min", timeout=10)
+    # Countries by name (DE for sessions not divisible by 3: 6 of 10), on a map drawn from the dashboard's own assets.
+    dash_duo.wait_for_contains_text("#overview-rows-country", "Germany (DE)", timeout=10)
+    assert "France (FR)" in dash_duo.find_element("#overview-rows-country").text
+    dash_duo.wait_for_element("#overview-map .choroplethlocation", timeout=15)
+    resources = dash_duo.driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    host = urlparse(dash_duo.server_url).netloc
+    assert any("topojson/world_110m.json" in r for r in resources)
+    assert [r for r in resources if urlparse(r).netloc not in (host, urlparse(api_base).netloc)] == []
     dash_duo.driver.save_screenshot(str(output_dir / "overview-1440.png"))
 
     # 90 days: the old visit joins; nothing before it, so no change figures.

@@ -160,10 +160,54 @@ def series_figure(current: Sequence[Any], previous: Sequence[Any], metric: str, 
     return fig
 
 
+def country_name(code: Any) -> str:
+    """``"DE"`` -> ``"Germany"``; a code pycountry does not know stays as it is."""
+    import pycountry
+
+    found = pycountry.countries.get(alpha_2=str(code).upper()) if code else None
+    return getattr(found, "common_name", None) or getattr(found, "name", None) or str(code or "")
+
+
+def country_map(rows: Sequence[Any], topojson_url: str) -> dcc.Graph:
+    """A world map of visits per country, drawn from geometry served with the dashboard (no CDN)."""
+    import pycountry
+
+    codes, names, counts = [], [], []
+    for row in rows:
+        found = pycountry.countries.get(alpha_2=str(value_of(row, "value") or "").upper())
+        if found is None:
+            continue
+        codes.append(found.alpha_3)
+        names.append(country_name(found.alpha_2))
+        counts.append(value_of(row, "count"))
+    fig = go.Figure(
+        go.Choropleth(
+            locations=codes,
+            z=counts,
+            text=names,
+            locationmode="ISO-3",
+            colorscale=[[0, "#dbe4ff"], [1, "#3b5bdb"]],
+            showscale=False,
+            hovertemplate="%{text}: %{z} visits<extra></extra>",
+            marker_line_color="#ffffff",
+        )
+    )
+    fig.update_geos(showframe=False, showcoastlines=False, projection_type="natural earth", bgcolor="rgba(0,0,0,0)")
+    fig.update_layout(height=220, margin={"l": 0, "r": 0, "t": 0, "b": 0}, paper_bgcolor="rgba(0,0,0,0)")
+    return dcc.Graph(
+        id=ids.OVERVIEW_MAP,
+        figure=fig,
+        config={"displayModeBar": False, "topojsonURL": topojson_url, "responsive": True},
+        className="overview-map",
+    )
+
+
 def row_label(parameter: str, value: Any) -> str:
-    """How a panel shows a value: direct traffic and empty values get words."""
+    """How a panel shows a value: countries by name, direct traffic and empty values in words."""
     if parameter == "channel":
         return channel_label(value)
+    if parameter == "country" and value:
+        return f"{country_name(value)} ({value})"
     return str(value) if value not in (None, "") else "(none)"
 
 

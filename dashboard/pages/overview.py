@@ -162,7 +162,11 @@ def load_panel(parameter: str, view_data: dict | None, auth: dict | None) -> Any
         )
     except APIError as exc:
         return error_view(exc)
-    return ui.panel_rows(parameter, page.rows)
+    rows = ui.panel_rows(parameter, page.rows)
+    if parameter == "country" and page.rows:
+        # plotly.js would fetch the world's outline from a CDN; the dashboard serves it from its assets.
+        return [ui.country_map(page.rows, dash.get_asset_url("topojson/")), rows]
+    return rows
 
 
 @callback(Output(ids.OVERVIEW_GOALS, "children"), Input(ids.VIEW, "data"), State(ids.AUTH, "data"))
