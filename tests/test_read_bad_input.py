@@ -16,7 +16,7 @@ from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.events import rows_to_table
 from api_backend.store.models import Site
-from tests.support import Account, make_account, make_site
+from tests.support import Account, make_account, make_site, store_options
 
 GET_ROUTES = [
     ("goals", {}),
@@ -151,11 +151,17 @@ class Env:
     goal: int
 
 
+pytestmark = pytest.mark.both_stores
+
+
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(tmp_path_factory: pytest.TempPathFactory, event_store: str, request: pytest.FixtureRequest) -> Iterator[Env]:
     """One app for the whole module: bad input must never change it, which every test checks."""
     settings = load_settings(
-        {}, data_dir=str(tmp_path_factory.mktemp("bad-input") / "data"), secret_key="test-secret-key-0123456789"
+        {},
+        data_dir=str(tmp_path_factory.mktemp("bad-input") / "data"),
+        secret_key="test-secret-key-0123456789",
+        **store_options(event_store, request),
     )
     services = open_services(settings)
     owner = make_account(services, "owner@example.com")

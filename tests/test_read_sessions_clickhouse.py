@@ -12,7 +12,6 @@ from api_backend.app import create_app
 from api_backend.services import Services
 from api_backend.store.events import rows_to_table
 from tests import truth
-from tests.clickhouse_support import *  # noqa: F403
 from tests.support import make_account, make_site
 
 WINDOW = {"start_date": "2026-03-27", "end_date": "2026-03-30", "time_zone": "Europe/Paris"}
