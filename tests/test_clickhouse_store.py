@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from datetime import date, datetime
 from pathlib import Path
@@ -229,3 +231,40 @@ def test_chstore011_a_second_chdb_directory_is_refused(store, tmp_path: Path, ch
     other = dataclasses.replace(chdb_settings, events_url=chdb_url(tmp_path / "elsewhere", "x"))
     with pytest.raises(ValueError, match="one data directory per process"):
         open_event_store(other)
+
+
+HOLD = (
+    "import sys, time, clickhouse_connect\n"
+    "client = clickhouse_connect.get_client(dsn='chdb://' + sys.argv[1])\n"
+    "print('holding', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+TRY_OPEN = (
+    "import sys\n"
+    "from api_backend.settings import load_settings\n"
+    "from api_backend.store.open import open_event_store\n"
+    "try:\n"
+    "    open_event_store(load_settings({}, data_dir=sys.argv[2], events_url='chdb://' + sys.argv[1]))\n"
+    "except ValueError as exc:\n"
+    "    print(exc)\n"
+)
+
+
+def test_chstore012_a_directory_held_by_another_process_is_refused_clearly(tmp_path: Path):
+    path = str(tmp_path / "held")
+    root = Path(__file__).resolve().parent.parent
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, path], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        other = subprocess.run(
+            [sys.executable, "-c", TRY_OPEN, path, str(tmp_path / "data")],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        holder.communicate("", timeout=60)
+    assert "another process (a running sitelens server?) holds it" in other.stdout, other.stderr
