@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from api_backend.ingest.pipeline import Ingestor
-from api_backend.query.results import ResultCache
-from api_backend.query.rollups import GoalsRollupCache
+from api_backend.read import EventReader
 from api_backend.settings import Settings
 from api_backend.store.eventlog import EventLog
 from api_backend.store.events import EventStore
@@ -26,13 +25,14 @@ class Services:
     events: EventStore
     writer: BatchWriter
     ingestor: Ingestor
-    read_results: ResultCache = field(default_factory=ResultCache)
-    goals_rollups: GoalsRollupCache = field(default_factory=GoalsRollupCache)
+    reader: EventReader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reader = EventReader(self.events)
 
     def forget_cached_reads(self) -> None:
         """Drop every cached read result: after a site's deletion its id may be given to a new site."""
-        self.read_results.clear()
-        self.goals_rollups.clear()
+        self.reader.forget()
 
     def close(self) -> None:
         """Commit queued events, then release both stores."""

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from api_backend.formats import iso_utc
+from api_backend.query.dialect import DUCKDB
 from api_backend.query.errors import build_error_names_query, build_error_series_query
 from api_backend.query.funnels import build_funnel_query
 from api_backend.query.goals import (
@@ -31,7 +32,6 @@ from api_backend.query.goals import (
 from api_backend.query.metric import build_metric_query
 from api_backend.query.overview import build_overview_query, build_overview_series_query
 from api_backend.query.scope import Scope
-from api_backend.query.sql import DUCKDB
 from api_backend.query.usage import build_usage_query
 from api_backend.query.window import Window
 from api_backend.routes.read_params import ReadParams

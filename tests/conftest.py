@@ -14,6 +14,7 @@ from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
 from tests.support import Account, live_server, make_account, make_site
 
+
 def _spread_dash_ports() -> None:
     """Give this process its own range of dash test-server ports, so two suites on one machine never collide.
 

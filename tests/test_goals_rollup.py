@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from api_backend.query.dialect import DUCKDB
 from api_backend.query.goals import GoalSpec
-from api_backend.query.rollups import GoalsRollupCache, goals_counts_from_rollup, rollup_parameter
-from api_backend.query.sql import DUCKDB
+from api_backend.read.rollups import GoalsRollupCache, goals_counts_from_rollup, rollup_parameter
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.events import rows_to_table
 
@@ -146,7 +146,7 @@ def test_rollup001_filtered_goals_match_truth(client, owner, services, world, fi
     site, sessions, _, _ = world
     assert _goals(client, owner, site.site_id, filters) == _truth(sessions, keep)
     # The answer came from a rollup kept for the next filtered call.
-    assert len(services.goals_rollups) == 1
+    assert len(services.reader.rollups) == 1
 
 
 def test_rollup002_recipe_reuses_one_rollup_and_mixed_filters_still_match(client, owner, services, world):
@@ -158,7 +158,7 @@ def test_rollup002_recipe_reuses_one_rollup_and_mixed_filters_still_match(client
             _goals(client, owner, site.site_id, [{"parameter": "channel", "type": "equals", "value": [value]}])
             == expected
         )
-    assert len(services.goals_rollups) == 1
+    assert len(services.reader.rollups) == 1
     # Two parameters: no rollup answers it; the plain query does, with the same rule.
     mixed = [
         {"parameter": "channel", "type": "equals", "value": ["Email"]},
@@ -250,7 +250,7 @@ def test_rollup006_traffic_outside_the_window_keeps_the_rollup(client, owner, se
     site, sessions, _, _ = world
     email = [{"parameter": "channel", "type": "equals", "value": ["Email"]}]
     first = _goals(client, owner, site.site_id, email)
-    assert len(services.goals_rollups) == 1
+    assert len(services.reader.rollups) == 1
     outside = {
         "id": "may",
         "country": "US",
@@ -258,4 +258,4 @@ def test_rollup006_traffic_outside_the_window_keeps_the_rollup(client, owner, se
     }
     services.writer.write(_rows(site.site_id, [outside]))
     assert _goals(client, owner, site.site_id, email) == first
-    assert len(services.goals_rollups) == 1  # same key: the window's event count did not change
+    assert len(services.reader.rollups) == 1  # same key: the window's event count did not change

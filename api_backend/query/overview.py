@@ -7,9 +7,10 @@ NULL over no sessions.
 
 from __future__ import annotations
 
-from api_backend.query.filters import SESSION_USER
+from api_backend.query.dialect import Dialect
+from api_backend.query.filters import session_user
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups
-from api_backend.query.sql import Dialect, Params, Query
+from api_backend.query.sql import Params, Query
 from api_backend.query.zones import local_time
 
 __all__ = ["build_overview_query", "build_overview_series_query"]
@@ -19,8 +20,8 @@ def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:
     columns = f""", min(timestamp) AS session_start,
     {d.epoch_seconds("max(timestamp)")} - {d.epoch_seconds("min(timestamp)")} AS duration,
     count(*) FILTER (WHERE type = 'pageview') AS pageviews,
-    {SESSION_USER} AS uid"""
-    return f"s AS MATERIALIZED ({session_groups(scope, columns, d, p)})"
+    {session_user(d)} AS uid"""
+    return d.cte("s", session_groups(scope, columns, d, p), materialized=True)
 
 
 def build_overview_query(scope: Scope, d: Dialect) -> Query:

@@ -10,7 +10,7 @@ from api_backend.auth import ServicesDep, SiteReader
 from api_backend.formats import iso_utc
 from api_backend.query.buckets import bucket_instants, bucket_starts, parse_bucket
 from api_backend.query.overview import build_overview_query, build_overview_series_query
-from api_backend.routes.read_params import ReadQuery, dialect_of, run_cached_query
+from api_backend.routes.read_params import ReadQuery
 
 router = APIRouter(tags=["analytics"])
 
@@ -25,7 +25,7 @@ def _float_or_none(value: Any) -> float | None:
 def overview(access: SiteReader, services: ServicesDep, params: ReadQuery) -> dict[str, Any]:
     """The window's headline numbers; averages are ``null`` when there is no session."""
     scope = params.scope(access.site.site_id)
-    row = run_cached_query(services, build_overview_query(scope, dialect_of(services)), scope)[0]
+    row = services.reader.rows(build_overview_query(scope, services.reader.dialect), scope)[0]
     data: dict[str, Any] = {k: int(row[k]) for k in ("sessions", "pageviews", "users")}
     data.update({k: _float_or_none(row[k]) for k in AVERAGES})
     return {"data": data}
@@ -43,8 +43,8 @@ def overview_series(
     size = parse_bucket(bucket)
     scope = params.scope(access.site.site_id)
     starts = bucket_starts(scope.window, size)
-    query = build_overview_series_query(scope, size, dialect_of(services))
-    rows = {r["bucket"]: r for r in run_cached_query(services, query, scope)}
+    query = build_overview_series_query(scope, size, services.reader.dialect)
+    rows = {r["bucket"]: r for r in services.reader.rows(query, scope)}
     if scope.window.is_all_time and rows:
         starts = bucket_starts(scope.window, size, min(rows), max(rows))
     data = []
