@@ -12,6 +12,13 @@ from fastapi.testclient import TestClient
 from api_backend.app import create_app
 from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
+from tests.clickhouse_support import (  # noqa: F401 - fixtures: one chdb engine per test process, shared by every module
+    chdb_client,
+    chdb_database,
+    chdb_path,
+    chdb_services,
+    chdb_settings,
+)
 from tests.support import Account, live_server, make_account, make_site
 
 

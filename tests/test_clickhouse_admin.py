@@ -14,7 +14,6 @@ from api_backend.services import open_services
 from api_backend.settings import load_settings
 from api_backend.store.clickhouse import ClickHouseEventStore
 from api_backend.store.open import open_event_store
-from tests.clickhouse_support import *  # noqa: F403
 from tests.clickhouse_support import chdb_url, drop_database, fresh_database
 from tests.support import make_account, make_site
 

@@ -19,7 +19,6 @@ from api_backend.store.eventlog import EventLog
 from api_backend.store.events import EVENT_COLUMNS, rows_to_table
 from api_backend.store.open import open_event_store, parse_events_url
 from api_backend.store.writer import BatchWriter
-from tests.clickhouse_support import *  # noqa: F403
 from tests.clickhouse_support import chdb_url
 from tests.support import make_account, make_site
 
