@@ -190,16 +190,22 @@ def test_chstore008_crash_between_insert_and_position_neither_loses_nor_duplicat
     store.close()
 
 
-def test_chstore009_tracked_events_are_counted_through_the_app(chdb_services, chdb_settings):
-    site = make_site(chdb_services, make_account(chdb_services, "ch@example.com"))
+def test_chstore009_tracked_events_are_counted_and_deleted_through_the_app(chdb_services, chdb_settings):
+    owner = make_account(chdb_services, "ch@example.com")
+    site, other = make_site(chdb_services, owner), make_site(chdb_services, owner, "other.example")
     with TestClient(create_app(chdb_settings, chdb_services)) as client:
-        for i in range(3):
-            body = {"site_id": site.site_id, "type": "pageview", "pathname": f"/p{i}", "hostname": "example.com"}
-            response = client.post("/api/track", json=body, headers={"User-Agent": BROWSER})
-            assert response.status_code == 200, response.text
+        for target, count in ((site, 3), (other, 2)):
+            for i in range(count):
+                body = {"site_id": target.site_id, "type": "pageview", "pathname": f"/p{i}", "hostname": "example.com"}
+                response = client.post("/api/track", json=body, headers={"User-Agent": BROWSER})
+                assert response.status_code == 200, response.text
         assert client.get("/api/health").status_code == 200
-    assert chdb_services.events.dialect == "clickhouse"
-    assert chdb_services.events.count(site.site_id) == 3
+        assert chdb_services.events.dialect == "clickhouse"
+        assert chdb_services.events.count(site.site_id) == 3
+        response = client.delete(f"/api/sites/{site.site_id}", headers={"Authorization": f"Bearer {owner.api_key}"})
+        assert response.status_code == 200, response.text
+    assert chdb_services.events.count(site.site_id) == 0
+    assert chdb_services.events.count(other.site_id) == 2
 
 
 def test_chstore010_events_url_is_checked_at_start_up(tmp_path):
