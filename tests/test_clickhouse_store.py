@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ from api_backend.store.events import EVENT_COLUMNS, rows_to_table
 from api_backend.store.open import open_event_store, parse_events_url
 from api_backend.store.writer import BatchWriter
 from tests.clickhouse_support import chdb_url
-from tests.support import make_account, make_site
+from tests.support import free_port, make_account, make_site
 
 BROWSER = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
@@ -231,8 +232,6 @@ def test_chstore010_events_url_is_checked_at_start_up(tmp_path):
 
 
 def test_chstore011_a_second_chdb_directory_is_refused(store, tmp_path: Path, chdb_settings):
-    import dataclasses
-
     other = dataclasses.replace(chdb_settings, events_url=chdb_url(tmp_path / "elsewhere", "x"))
     with pytest.raises(ValueError, match="one data directory per process"):
         open_event_store(other)
@@ -273,3 +272,9 @@ def test_chstore012_a_directory_held_by_another_process_is_refused_clearly(tmp_p
     finally:
         holder.communicate("", timeout=60)
     assert "another process (a running sitelens server?) holds it" in other.stdout, other.stderr
+
+
+def test_chstore013_an_unreachable_server_is_a_clear_error(chdb_settings):
+    url = f"clickhouse://sitelens:secret@127.0.0.1:{free_port()}/analytics"
+    with pytest.raises(ValueError, match=r"cannot reach the ClickHouse server at clickhouse://127\.0\.0\.1:\d+"):
+        open_event_store(dataclasses.replace(chdb_settings, events_url=url))

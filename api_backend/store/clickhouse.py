@@ -146,9 +146,7 @@ class ClickHouseEventStore:
             return 0
         if table.schema != EVENT_SCHEMA:
             table = table.select(_COLUMN_NAMES).cast(EVENT_SCHEMA)
-        stamp = (
-            pa.array([log_seq or 0] * table.num_rows, type=pa.uint64()) if table.num_rows else pa.array([], pa.uint64())
-        )
+        stamp = pa.repeat(pa.scalar(log_seq or 0, pa.uint64()), table.num_rows)
         batch = pa.Table.from_arrays([*table.columns, stamp], schema=_INSERT_SCHEMA)
         with self._write_lock:
             if table.num_rows:
