@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import threading
@@ -278,3 +279,44 @@ def test_chstore013_an_unreachable_server_is_a_clear_error(chdb_settings):
     url = f"clickhouse://sitelens:secret@127.0.0.1:{free_port()}/analytics"
     with pytest.raises(ValueError, match=r"cannot reach the ClickHouse server at clickhouse://127\.0\.0\.1:\d+"):
         open_event_store(dataclasses.replace(chdb_settings, events_url=url))
+
+
+TIMES_SQL = (
+    "SELECT toDateTime('2026-01-01 00:00:00'), toStartOfHour(toDateTime64('2026-01-01 05:30:00', 3, 'UTC')), "
+    "toTimeZone(toDateTime64('2026-07-01 05:30:00', 3, 'UTC'), 'Europe/Berlin'), "
+    "toStartOfDay(toTimeZone(toDateTime64('2026-07-01 05:30:00', 3, 'UTC'), 'Europe/Berlin')), {t:DateTime64(3)}"
+)
+TIMES_PARAMS = {"t": datetime(2026, 1, 1, 1, 2, 3, 4000)}
+TIMES_EXPECTED = (
+    datetime(2026, 1, 1),
+    datetime(2026, 1, 1, 5),
+    datetime(2026, 7, 1, 5, 30),
+    datetime(2026, 6, 30, 22),
+    datetime(2026, 1, 1, 1, 2, 3, 4000),
+)
+IN_NEW_YORK = (
+    "import sys\n"
+    "from datetime import datetime\n"
+    "from api_backend.settings import load_settings\n"
+    "from api_backend.store.open import open_event_store\n"
+    "from tests.test_clickhouse_store import TIMES_PARAMS, TIMES_SQL\n"
+    "store, _ = open_event_store(load_settings({}, data_dir=sys.argv[2], events_url='chdb://' + sys.argv[1]))\n"
+    "print(repr(store.query(TIMES_SQL, TIMES_PARAMS)))\n"
+    "store.close()\n"
+)
+
+
+def test_chstore014_times_are_naive_utc_whatever_the_host_zone(store, tmp_path: Path):
+    assert store.query(TIMES_SQL, TIMES_PARAMS) == [TIMES_EXPECTED]
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "TZ": "America/New_York", "PYTHONPATH": str(root)}
+    run = subprocess.run(
+        [sys.executable, "-c", IN_NEW_YORK, str(tmp_path / "ny"), str(tmp_path / "data")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == repr([TIMES_EXPECTED])
