@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -82,6 +82,12 @@ class ReadContext:
     time_zone: str = "UTC"
     top_error: str = ""
     channels: list[str] = field(default_factory=list)
+    http_clickhouse_store: httpx.Client | None = None  # the same API served on the ClickHouse event store
+
+    def on_clickhouse_store(self) -> ReadContext:
+        """This context with its HTTP calls going to the server whose events live in ClickHouse."""
+        assert self.http_clickhouse_store is not None, "no server on the ClickHouse store"
+        return replace(self, http=self.http_clickhouse_store)
 
     # -- shared pieces ------------------------------------------------------------------------------------------
     @property

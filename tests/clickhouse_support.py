@@ -5,8 +5,8 @@ one data directory (``chdb_path``) and one long-lived client on it (``chdb_clien
 database inside it (``chdb_database``), dropped afterwards. ``chdb_settings`` points sitelens at that database, so
 ``open_services(chdb_settings)`` gives full ``Services`` on the ClickHouse store.
 
-``tests/conftest.py`` imports the fixtures, so every test module shares the one engine (a module that imported them
-itself would get a second session fixture, and so a second data directory, which chdb refuses).
+The suite registers them for every test module in ``tests/conftest.py`` (``pytest_plugins``), so a module must not
+import them again (a second definition of ``chdb_path`` would start a second engine, which chdb refuses).
 """
 
 from __future__ import annotations

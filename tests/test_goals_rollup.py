@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from api_backend.query.dialect import DUCKDB
 from api_backend.query.goals import GoalSpec
 from api_backend.read.rollups import GoalsRollupCache, goals_counts_from_rollup, rollup_parameter
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.events import rows_to_table
+
+pytestmark = pytest.mark.both_stores
 
 WINDOW = {"start_date": "2026-04-01", "end_date": "2026-04-30", "time_zone": "UTC"}
 CHANNELS = ["", "Organic Search", "Paid Search", "Referral", "Email", "Internal"]
@@ -205,14 +206,14 @@ def test_rollup004_concurrent_requests_share_one_scan(services, world):
         if "GROUP BY value" in query.sql:
             with lock:
                 rollups.append(query.sql)
-        return services.events.query_dicts(query.sql, query.params)
+        return services.events.query_dicts(*services.reader.dialect.bind(query))
 
     results: dict[str, Any] = {}
 
     def ask(channel: str) -> None:
         filters = json.dumps([{"parameter": "channel", "type": "equals", "value": [channel or "Direct"]}])
         scope = ReadParams(WINDOW["start_date"], WINDOW["end_date"], "UTC", filters=filters).scope(site.site_id)
-        row = goals_counts_from_rollup(cache, scope, specs, run, DUCKDB)
+        row = goals_counts_from_rollup(cache, scope, specs, run, services.reader.dialect)
         results[channel] = (row["sessions"], row["g0"], row["g1"])
 
     threads = [threading.Thread(target=ask, args=(c,)) for c in CHANNELS]

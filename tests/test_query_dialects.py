@@ -27,9 +27,17 @@ from api_backend.query.goals import (
     build_goals_rollup_query,
     build_matching_values_query,
 )
+from api_backend.query.live import build_live_pages_query, build_live_query
 from api_backend.query.metric import build_metric_query
 from api_backend.query.overview import build_overview_query, build_overview_series_query
 from api_backend.query.scope import Scope, window_version_query
+from api_backend.query.sessions import (
+    build_session_page_query,
+    build_session_rows_query,
+    build_timeline_query,
+    build_user_sessions_query,
+    build_user_totals_query,
+)
 from api_backend.query.sql import Query
 from api_backend.query.usage import build_usage_query
 from api_backend.query.window import Window
@@ -101,6 +109,8 @@ def built(d: Dialect) -> Iterator[tuple[str, Query]]:
             yield f"goals/{wname}", build_goals_query(scope, GOALS, d)
             yield f"funnel/{wname}", build_funnel_query(scope, STEPS, d)
             yield f"error-names/{wname}", build_error_names_query(scope, 10, 0, d)
+            yield f"sessions/{wname}", build_session_page_query(scope, 25, 0, d)
+            yield f"session-rows/{wname}", build_session_rows_query(scope, ["a", "b"], GOALS, d)
         scope = Scope((1, 2), window, parse_filters(_filter_sets()[3]))
         for parameter in sorted(PARAMETERS) + ["prop:plan"]:
             yield f"metric-{parameter}", build_metric_query(scope, parameter, 10, 20, d)
@@ -114,6 +124,12 @@ def built(d: Dialect) -> Iterator[tuple[str, Query]]:
         yield "usage", build_usage_query((1, 2), window, d)
         yield "rollup", build_goals_rollup_query(Scope((1,), window), GOALS, "country", 5001, d)
         yield "version", window_version_query((1,), window)
+        yield "user-totals", build_user_totals_query(Scope((1,), window), "ada")
+        yield "user-sessions", build_user_sessions_query(Scope((1,), window), "ada", 25, 25)
+        if window.start is not None:
+            yield "live", build_live_query(1, window)
+            yield "live-pages", build_live_pages_query(1, window, 10)
+    yield "timeline", build_timeline_query(1, "s", 1001)
     yield "matching-values", build_matching_values_query(["a", "b"], parse_filters(_filter_sets()[5]), d)
 
 

@@ -17,6 +17,8 @@ from api_backend.routes.read_params import ReadParams
 from api_backend.store.events import rows_to_table
 from tests.support import make_site
 
+pytestmark = pytest.mark.both_stores
+
 WINDOW = {"start_date": "2026-05-01", "end_date": "2026-05-31", "time_zone": "UTC"}
 PATHS = ["/", "/pricing", "/docs/a"]
 

@@ -27,6 +27,8 @@ router = APIRouter(tags=["goals"])
 SORTS = ("goalId", "name", "goalType", "createdAt")
 GOAL_EXAMPLE = {"name": "Signed up", "goalType": "path", "config": {"pathPattern": "/welcome"}}
 Z95 = 1.959963984540054
+# Fewer sessions than this and a breakdown row is flagged ``small_sample`` (api_client.client.SMALL_SAMPLE agrees).
+SMALL_SAMPLE = 30
 
 
 def _spec(goal: Goal) -> GoalSpec:
@@ -41,9 +43,14 @@ def _site_goal(services: Services, site_id: int, goal_id: int) -> Goal:
 
 
 def wilson_interval(conversions: int, sessions: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (0..1); (0, 0) without sessions."""
-    if sessions == 0:
-        return 0.0, 0.0
+    """The Wilson score interval of a proportion (0..1); ``(0, 1)`` without sessions.
+
+    No sessions say nothing about the rate, so the interval is the whole range rather than a certain 0. The SDK
+    computes the same interval (``api_client.wilson_interval``) for servers without the breakdown route; it cannot
+    import this one, so a test holds the two equal.
+    """
+    if sessions <= 0:
+        return 0.0, 1.0
     rate = conversions / sessions
     denom = 1 + z * z / sessions
     centre = (rate + z * z / (2 * sessions)) / denom
@@ -178,7 +185,7 @@ def goal_breakdown(
                 "conversion_rate": conversions / sessions if sessions else 0.0,
                 "ci_low": low,
                 "ci_high": high,
-                "small_sample": sessions < 30,
+                "small_sample": sessions < SMALL_SAMPLE,
             }
         )
     data.sort(key=lambda r: (-r["conversion_rate"], -r["sessions"], r["value"]))

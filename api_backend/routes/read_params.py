@@ -6,7 +6,7 @@ into a ``Scope`` here; every value is validated before any query runs (400 other
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Annotated
 
@@ -57,27 +57,6 @@ class ReadParams:
         return Scope((site_id,), window, self.parsed_filters())
 
 
-def read_params(
-    start_date: Annotated[str | None, Query(description="YYYY-MM-DD, with end_date, in time_zone")] = None,
-    end_date: Annotated[str | None, Query(description="YYYY-MM-DD (inclusive day), with start_date")] = None,
-    time_zone: Annotated[str | None, Query(description="IANA zone name; default UTC")] = None,
-    start_datetime: Annotated[str | None, Query(description="ISO instant (inclusive); no offset = UTC")] = None,
-    end_datetime: Annotated[str | None, Query(description="ISO instant (exclusive)")] = None,
-    past_minutes_start: Annotated[str | None, Query(description="minutes ago where the window starts")] = None,
-    past_minutes_end: Annotated[str | None, Query(description="minutes ago where the window ends")] = None,
-    filters: Annotated[
-        str | None, Query(description='JSON array of {"parameter", "type", "value": [...]} selecting sessions')
-    ] = None,
-) -> ReadParams:
-    """Collect the common parameters (validated later, so all problems are reported together)."""
-    return ReadParams(
-        start_date, end_date, time_zone, start_datetime, end_datetime, past_minutes_start, past_minutes_end, filters
-    )
-
-
-ReadQuery = Annotated[ReadParams, Depends(read_params)]
-
-
 def window_params(
     start_date: Annotated[str | None, Query(description="YYYY-MM-DD, with end_date, in time_zone")] = None,
     end_date: Annotated[str | None, Query(description="YYYY-MM-DD (inclusive day), with start_date")] = None,
@@ -87,10 +66,29 @@ def window_params(
     past_minutes_start: Annotated[str | None, Query(description="minutes ago where the window starts")] = None,
     past_minutes_end: Annotated[str | None, Query(description="minutes ago where the window ends")] = None,
 ) -> ReadParams:
-    """The time parameters only, for routes that take no filters."""
+    """The time parameters (validated later, so all problems are reported together); routes without filters."""
     return ReadParams(
         start_date, end_date, time_zone, start_datetime, end_datetime, past_minutes_start, past_minutes_end
     )
 
 
 WindowQuery = Annotated[ReadParams, Depends(window_params)]
+
+
+def filters_param(
+    filters: Annotated[
+        str | None, Query(description='JSON array of {"parameter", "type", "value": [...]} selecting sessions')
+    ] = None,
+) -> str | None:
+    """The raw ``filters`` value."""
+    return filters
+
+
+def read_params(window: WindowQuery, filters: Annotated[str | None, Depends(filters_param)]) -> ReadParams:
+    """The time parameters and the filters (validated later, so all problems are reported together)."""
+    # Both come from sub-dependencies so the OpenAPI document lists the window first, then ``filters``.
+    return replace(window, filters=filters)
+
+
+ReadQuery = Annotated[ReadParams, Depends(read_params)]
+
