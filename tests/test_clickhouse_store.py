@@ -17,8 +17,9 @@ from fastapi.testclient import TestClient
 from api_backend.app import create_app
 from api_backend.settings import SettingsError, load_settings
 from api_backend.store.clickhouse import QUERY_SETTINGS, ClickHouseEventStore
+from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
-from api_backend.store.events import EVENT_COLUMNS, rows_to_table
+from api_backend.store.events import EVENT_COLUMNS, QueryRejectedError, rows_to_table
 from api_backend.store.open import open_event_store, parse_events_url
 from api_backend.store.writer import BatchWriter
 from tests.clickhouse_support import chdb_url
@@ -320,3 +321,18 @@ def test_chstore014_times_are_naive_utc_whatever_the_host_zone(store, tmp_path: 
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip().splitlines()[-1] == repr([TIMES_EXPECTED])
+
+
+
+def test_chstore015_a_pattern_the_engine_refuses_is_a_typed_error_on_both_stores(store, tmp_path: Path):
+    """The reader maps this one type to a 400, so neither store's refusal of a bound value may look like a crash."""
+    with pytest.raises(QueryRejectedError):
+        store.query("SELECT match('abc', {p:String})", {"p": "(a"})
+    assert bool(store.query("SELECT match('abc', {p:String})", {"p": "b"})[0][0])
+    duck = DuckDBEventStore(tmp_path / "events.duckdb")
+    try:
+        with pytest.raises(QueryRejectedError):
+            duck.query("SELECT regexp_matches('abc', $p)", {"p": "(a"})
+        assert duck.query("SELECT regexp_matches('abc', $p)", {"p": "b"}) == [(True,)]
+    finally:
+        duck.close()

@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE
-from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA
+from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError
 
 __all__ = ["INSERT_SETTINGS", "QUERY_SETTINGS", "ClickHouseEventStore"]
 
@@ -65,6 +65,9 @@ INSERT_SETTINGS: dict[str, Any] = {
     # On a cluster (``events`` is Distributed) the insert returns once every shard has its rows.
     "distributed_foreground_insert": 1,
 }
+
+# Server error codes meaning the engine refused a value bound into the query (CANNOT_COMPILE_REGEXP).
+_REJECTED_VALUE_CODES = frozenset({427})
 
 # Deletes return only once a read can no longer see the rows.
 _DELETE_SETTINGS: dict[str, Any] = {"lightweight_deletes_sync": 2, "mutations_sync": 2}
@@ -193,11 +196,18 @@ class ClickHouseEventStore:
         return [dict(zip(names, row, strict=True)) for row in _naive_utc(result.result_rows)]
 
     def _run(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+        from clickhouse_connect.driver.exceptions import DatabaseError
+
         # query_tz: a time whose type carries no zone is UTC (as session_timezone makes it on the server), never the
         # zone of the host, which is what chdb reports as the server's.
-        return self.client.query(
-            sql, parameters=dict(params) if params else None, settings=QUERY_SETTINGS, query_tz="UTC"
-        )
+        try:
+            return self.client.query(
+                sql, parameters=dict(params) if params else None, settings=QUERY_SETTINGS, query_tz="UTC"
+            )
+        except DatabaseError as exc:
+            if exc.code in _REJECTED_VALUE_CODES:
+                raise QueryRejectedError(str(exc)) from exc
+            raise
 
     def delete_site(self, site_id: int) -> int:
         """Delete every event of ``site_id``; reads that follow no longer see them."""
