@@ -25,6 +25,7 @@ from api_backend.errors import (
     error_body,
 )
 from api_backend.guards import FaultGuard, SecurityHeaders, fault_response, log_fault
+from api_backend.openapi import install_openapi
 from api_backend.routes import ROUTERS
 from api_backend.routes.track import track, track_batch
 from api_backend.services import Services, open_services
@@ -262,9 +263,10 @@ def create_app(settings: Settings, services: Services | None = None, *, dashboar
     app.add_api_route(
         "/api/{rest:path}",
         _unknown_api_route(app),
-        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
         include_in_schema=False,
     )
+    install_openapi(app)
     # Added first = innermost: the fast path runs inside the body and CORS guards.
     app.add_middleware(TrackFastPath)
     app.add_middleware(BodyGuard)
