@@ -58,6 +58,9 @@ def _config(path: Path, ids: dict[str, int | str]) -> None:
 
     doomed = ids.pop("doomed_site_id")
     lines = [
+        # Each run starts from a fresh app: nothing learnt in an earlier run applies (and nothing lands in the tree).
+        "cache.enabled = false",
+        "",
         # Public sites and private links read without the caller's credential by design; and the document
         # types dates, filters and ids as strings, which the strict parsers still refuse when malformed.
         "[checks]",
