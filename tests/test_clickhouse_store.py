@@ -323,7 +323,6 @@ def test_chstore014_times_are_naive_utc_whatever_the_host_zone(store, tmp_path: 
     assert run.stdout.strip().splitlines()[-1] == repr([TIMES_EXPECTED])
 
 
-
 def test_chstore015_a_pattern_the_engine_refuses_is_a_typed_error_on_both_stores(store, tmp_path: Path):
     """The reader maps this one type to a 400, so neither store's refusal of a bound value may look like a crash."""
     with pytest.raises(QueryRejectedError):
