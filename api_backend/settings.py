@@ -169,6 +169,24 @@ SETTINGS: tuple[Setting, ...] = (
         "false",
         "Log one line per HTTP request from `sitelens serve` (costs about a third of single-event throughput).",
     ),
+    Setting(
+        "request_timeout",
+        _parse_positive_int,
+        "30",
+        "Seconds a client has to send a whole request (headers and body) before `sitelens serve` closes it.",
+    ),
+    Setting(
+        "keep_alive_timeout",
+        _parse_positive_int,
+        "5",
+        "Seconds `sitelens serve` keeps an idle keep-alive connection open between requests.",
+    ),
+    Setting(
+        "login_attempts_per_ip",
+        _parse_positive_int,
+        "30",
+        "Failed sign-ins one address may make in 15 minutes, over all emails, before it gets 429.",
+    ),
 )
 
 
@@ -189,6 +207,9 @@ class Settings:
     login_token_days: int = 30
     trust_proxy: bool = False
     access_log: bool = False
+    request_timeout: int = 30
+    keep_alive_timeout: int = 5
+    login_attempts_per_ip: int = 30
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property

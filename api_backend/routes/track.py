@@ -20,6 +20,7 @@ from api_backend.ingest.fastpath import holds_float, load_json
 from api_backend.ingest.payload import EVENT_NAME_LIMIT, STRING_LIMITS, TrackEvent, parse_event, parse_identify
 from api_backend.ingest.pipeline import ClientInfo
 from api_backend.services import Services
+from api_backend.sites import check_site_key
 from api_backend.store.events import EVENT_TYPES
 
 router = APIRouter(tags=["tracking"])
@@ -259,4 +260,4 @@ async def identify(request: Request) -> JSONResponse:
 @router.get("/site/tracking-config/{site_id}", responses={404: {"description": "Unknown site"}})
 async def tracking_config(site_id: str, request: Request) -> dict[str, bool]:
     """The switches the browser tracker reads (public: they reveal nothing private)."""
-    return dict(_services(request).ingestor.site_rules(site_id).tracking_config)
+    return dict(_services(request).ingestor.site_rules(check_site_key(site_id)).tracking_config)
