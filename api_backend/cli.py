@@ -247,10 +247,14 @@ def _open_event_services(settings: Settings):
     import duckdb
 
     from api_backend.services import open_services
+    from api_backend.store.eventlog import LogCorruptError
+    from api_backend.store.startup import StoreStartupError
 
     try:
         return open_services(settings)
     except ValueError as exc:  # an events URL this build cannot open
+        raise CommandError(str(exc)) from None
+    except (StoreStartupError, LogCorruptError) as exc:  # a damaged or missing store: the message says what to do
         raise CommandError(str(exc)) from None
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
@@ -302,11 +306,17 @@ def _run_server(settings: Settings, host: str, port: int) -> None:
 
     from api_backend.app import create_app
 
-    app = create_app(settings, dashboard=True)
-    shown = f"http://{_display_host(host)}:{port}"
-    print(f"sitelens is serving on {shown}/ (API under {shown}/api)", flush=True)
-    # Errors are logged either way; a line per request is opt-in, as it costs the busiest route a third of its speed.
-    uvicorn.run(app, host=host, port=port, workers=1, access_log=settings.access_log)
+    # Opened here rather than by the app, so a damaged or missing store is one line on stderr, not a traceback.
+    services = _open_event_services(settings)
+    try:
+        app = create_app(settings, services, dashboard=True)
+        shown = f"http://{_display_host(host)}:{port}"
+        print(f"sitelens is serving on {shown}/ (API under {shown}/api)", flush=True)
+        # Errors are logged either way; a line per request is opt-in, as it costs the busiest route a third of its
+        # speed.
+        uvicorn.run(app, host=host, port=port, workers=1, access_log=settings.access_log)
+    finally:
+        services.close()
 
 
 def serve_command(args: argparse.Namespace) -> None:

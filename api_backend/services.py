@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from api_backend.ingest.pipeline import Ingestor
 from api_backend.query.results import ResultCache
 from api_backend.query.rollups import GoalsRollupCache
 from api_backend.settings import Settings
-from api_backend.store.duckdb import DuckDBEventStore
-from api_backend.store.eventlog import EventLog
 from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
+from api_backend.store.startup import open_event_store, open_metadata_store
 from api_backend.store.writer import BatchWriter, VisibleEventStore
 
 __all__ = ["Services", "open_services"]
@@ -47,11 +45,15 @@ def open_services(settings: Settings) -> Services:
     """Open the stores named by ``settings`` (applying metadata migrations) and start the writer."""
     if not settings.events_url.startswith("duckdb://"):
         raise ValueError(f"unsupported events URL {settings.events_url!r}")
-    metadata = MetadataStore(settings.database_url)
-    store = DuckDBEventStore(settings.events_path, memory_limit=settings.duckdb_memory_limit)
-    # Events are acknowledged once in the synced event log beside the database, and copied into it in bulk. A log
-    # append costs a fraction of a millisecond, so it needs no linger: what arrives during one sync is the next group.
-    event_log = None if store.path == ":memory:" else EventLog(Path(store.path).with_suffix(".eventlog"))
+    metadata = open_metadata_store(settings)
+    try:
+        # Events are acknowledged once in the synced event log beside the database, and copied into it in bulk.
+        store, event_log = open_event_store(settings)
+    except BaseException:
+        metadata.close()
+        raise
+    # A log append costs a fraction of a millisecond, so it needs no linger: what arrives during one sync is the
+    # next group.
     writer = BatchWriter(
         store,
         log=event_log,

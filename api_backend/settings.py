@@ -45,6 +45,16 @@ def _parse_positive_int(raw: str) -> int:
     return value
 
 
+def _parse_non_negative_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError("must be a whole number") from None
+    if value < 0:
+        raise SettingsError("must not be negative")
+    return value
+
+
 def _parse_url(*schemes: str) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         if not raw:
@@ -152,6 +162,20 @@ SETTINGS: tuple[Setting, ...] = (
         "Take the visitor IP from `X-Forwarded-For` (only behind a reverse proxy you control).",
     ),
     Setting(
+        "storage_alarm_free_mb",
+        _parse_non_negative_int,
+        "256",
+        "`/api/health` answers 503 when the data folder (or the event store's folder) has less free space "
+        "than this many MB (0: no alarm).",
+    ),
+    Setting(
+        "allow_new_event_store",
+        _parse_bool,
+        "false",
+        "Start with a new, empty event store although `events.duckdb` is missing and its event log shows it "
+        "held events (set it for one start after a deliberate reset; otherwise start-up refuses).",
+    ),
+    Setting(
         "access_log",
         _parse_bool,
         "false",
@@ -176,6 +200,8 @@ class Settings:
     duckdb_memory_limit: str = "1GB"
     login_token_days: int = 30
     trust_proxy: bool = False
+    storage_alarm_free_mb: int = 256
+    allow_new_event_store: bool = False
     access_log: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 

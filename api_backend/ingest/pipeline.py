@@ -43,7 +43,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from api_backend.errors import AuthenticationRequiredError, NotFoundError
+from api_backend.errors import AuthenticationRequiredError, NotFoundError, ServiceUnavailableError
 from api_backend.ingest.batch import PAGE_COLUMNS, BatchOutcome, page_context, prepare_batch
 from api_backend.ingest.bots import is_bot
 from api_backend.ingest.coalescer import RowCoalescer
@@ -54,6 +54,7 @@ from api_backend.ingest.site_rules import SiteRules, SiteRulesCache
 from api_backend.ingest.useragent import device_type, parse_user_agent
 from api_backend.ingest.visitor import cached_visitor_id, visitor_id
 from api_backend.settings import Settings
+from api_backend.store.eventlog import LogUnavailableError
 from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
 from api_backend.store.writer import BatchWriter
@@ -253,8 +254,15 @@ class Ingestor:
         return prepare_batch(self, events, client, header_key, self.clock(), exact_event)
 
     async def write(self, rows: list[dict[str, Any]] | pa.Table) -> int:
-        """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared writer; wait until durable."""
-        return await asyncio.wrap_future(self.rows.submit(rows))
+        """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared writer; wait until durable.
+
+        A log that cannot be written (disk full) is a 503 with ``Retry-After``: nothing was stored, so the
+        tracker may send the same events again.
+        """
+        try:
+            return await asyncio.wrap_future(self.rows.submit(rows))
+        except LogUnavailableError:
+            raise ServiceUnavailableError() from None
 
     # Identify -------------------------------------------------------------------------------------
 

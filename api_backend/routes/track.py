@@ -77,7 +77,12 @@ _BATCH_SCHEMA = {
 
 def _responses(example: dict[str, Any], *codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI responses: the 200 body example plus the error statuses the route can answer."""
-    meaning = {400: "Invalid body (details name the fields)", 401: "Invalid API key", 404: "Unknown site"}
+    meaning = {
+        400: "Invalid body (details name the fields)",
+        401: "Invalid API key",
+        404: "Unknown site",
+        503: "The event log cannot be written (e.g. disk full); nothing was stored (see Retry-After)",
+    }
     out: dict[int | str, dict[str, Any]] = {
         200: {"description": "OK", "content": {"application/json": {"example": example}}}
     }
@@ -162,7 +167,7 @@ def _event(body: Any, raw: bytes, fast: bool) -> TrackEvent:
     "/track",
     openapi_extra=_body_doc(_EVENT_SCHEMA),
     response_model=None,
-    responses=_responses({"success": True, "tracked": False, "reason": "bot"}, 400, 401, 404),
+    responses=_responses({"success": True, "tracked": False, "reason": "bot"}, 400, 401, 404, 503),
 )
 async def track(request: Request) -> JSONResponse:
     """Record one event: ``{"success": true}`` once stored, or ``tracked: false`` with the reason it was dropped."""
@@ -181,6 +186,7 @@ async def track(request: Request) -> JSONResponse:
         {"success": True, "accepted": 2, "rejected": [{"index": 1, "error": "type is required"}], "dropped": []},
         400,
         401,
+        503,
     ),
 )
 async def track_batch(request: Request) -> JSONResponse:
