@@ -46,6 +46,7 @@ import pyarrow as pa
 from api_backend.errors import AuthenticationRequiredError, NotFoundError, ServiceUnavailableError
 from api_backend.ingest.batch import PAGE_COLUMNS, BatchOutcome, page_context, prepare_batch
 from api_backend.ingest.bots import is_bot
+from api_backend.ingest.budget import TrackingBudget
 from api_backend.ingest.coalescer import RowCoalescer
 from api_backend.ingest.geo import GeoLocator, open_locator
 from api_backend.ingest.payload import TrackEvent
@@ -109,6 +110,7 @@ class Ingestor:
         self.locator = locator or open_locator(settings.geoip_mmdb)
         self.sites = SiteRulesCache(metadata.site)
         self.sessions = SessionTracker()
+        self.budget = TrackingBudget(settings.track_ip_events_per_minute, settings.track_site_events_per_minute)
         self._secret = settings.secret_key
         self._keys: dict[str, tuple[str | None, float]] = {}
         self._roles: dict[tuple[str, str], tuple[str | None, float]] = {}
@@ -234,11 +236,18 @@ class Ingestor:
         """Process one event and answer once its row is durable (the ``/api/track`` response body)."""
         rules = self.site_rules(event.site_key)
         trusted = self.trusted(event, rules, header_key)
+        if not trusted:
+            self.charge(client, {rules.site_id: 1})
         outcome = self.prepare(event, rules, client, trusted=trusted, now=self.clock())
         if isinstance(outcome, Dropped):
             return {"success": True, "tracked": False, "reason": outcome.reason}
         await self.write([outcome])
         return {"success": True}
+
+    def charge(self, client: ClientInfo, site_events: Mapping[int, int]) -> None:
+        """Count events sent without an API key against the sender's and the sites' budgets; 429 when over."""
+        self.budget.charge_ip(client.ip, sum(site_events.values()))
+        self.budget.charge_sites(site_events)
 
     def prepare_batch(
         self,
@@ -274,6 +283,8 @@ class Ingestor:
         if key:
             self.check_key(key, rules)
             trusted = True
+        else:
+            self.charge(client, {rules.site_id: 1})
         ip = client.ip
         user_agent = client.user_agent
         if trusted:
