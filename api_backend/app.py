@@ -232,8 +232,11 @@ def _unknown_api_route(app: FastAPI) -> Callable[[Request], Awaitable[Any]]:
     return handler
 
 
-def create_app(settings: Settings, services: Services | None = None, *, dashboard: bool = False) -> FastAPI:
-    """Build the sitelens app on ``settings`` (or on already-open ``services``, which the caller then closes)."""
+def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
+    """Build the sitelens API on ``settings`` (or on already-open ``services``, which the caller then closes).
+
+    The dashboard is mounted beside it by ``sitelens.mount``, which depends on both.
+    """
     owns_services = services is None
     services = services or open_services(settings)
 
@@ -266,8 +269,4 @@ def create_app(settings: Settings, services: Services | None = None, *, dashboar
     app.add_middleware(TrackFastPath)
     app.add_middleware(BodyGuard)
     app.add_middleware(TrackerCORS)
-    if dashboard:
-        from api_backend.dashboard_mount import mount_dashboard
-
-        mount_dashboard(app, settings)
     return app

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from api_backend.ingest.pipeline import Ingestor
-from api_backend.query.results import ResultCache
-from api_backend.query.rollups import GoalsRollupCache
+from api_backend.read import EventReader
 from api_backend.settings import Settings
 from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
-from api_backend.store.startup import open_event_store, open_metadata_store
+from api_backend.store.startup import open_events, open_metadata_store
 from api_backend.store.writer import BatchWriter, VisibleEventStore
 
 __all__ = ["Services", "open_services"]
@@ -25,13 +24,14 @@ class Services:
     events: EventStore
     writer: BatchWriter
     ingestor: Ingestor
-    read_results: ResultCache = field(default_factory=ResultCache)
-    goals_rollups: GoalsRollupCache = field(default_factory=GoalsRollupCache)
+    reader: EventReader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reader = EventReader(self.events)
 
     def forget_cached_reads(self) -> None:
         """Drop every cached read result: after a site's deletion its id may be given to a new site."""
-        self.read_results.clear()
-        self.goals_rollups.clear()
+        self.reader.forget()
 
     def close(self) -> None:
         """Commit queued events, then release both stores."""
@@ -43,12 +43,10 @@ class Services:
 
 def open_services(settings: Settings) -> Services:
     """Open the stores named by ``settings`` (applying metadata migrations) and start the writer."""
-    if not settings.events_url.startswith("duckdb://"):
-        raise ValueError(f"unsupported events URL {settings.events_url!r}")
     metadata = open_metadata_store(settings)
     try:
-        # Events are acknowledged once in the synced event log beside the database, and copied into it in bulk.
-        store, event_log = open_event_store(settings)
+        # Events are acknowledged once in the synced event log beside the store, and copied into it in bulk.
+        store, event_log = open_events(settings)
     except BaseException:
         metadata.close()
         raise

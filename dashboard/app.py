@@ -26,7 +26,7 @@ from dashboard.state import ViewState, parse_view, preset_range, shift_range, to
 __all__ = ["ASSETS_FOLDER", "PAGES_FOLDER", "create_dashboard", "serve_dashboard"]
 
 PAGES_FOLDER = Path(__file__).resolve().parent / "pages"
-ASSETS_FOLDER = Path(__file__).resolve().parent.parent / "assets"
+ASSETS_FOLDER = Path(__file__).resolve().parent / "assets"
 _COMPARISON_TYPES = {"greater_than", "less_than", "greater_than_or_equal", "less_than_or_equal"}
 
 

@@ -27,6 +27,7 @@ from api_backend.store.events import EVENT_TYPES
 
 __all__ = [
     "EVENT_NAME_LIMIT",
+    "STRING_LIMITS",
     "VITALS",
     "PayloadErrors",
     "encodable",
@@ -38,8 +39,9 @@ __all__ = [
 
 VITALS = ("lcp", "cls", "inp", "fcp", "ttfb")
 
-# Optional string fields and their length limits (peer-write 4.1).
-_STRING_LIMITS = {
+# Optional string fields and their length limits (peer-write 4.1): the one table the checkers, the fast path and
+# the documented request schema read.
+STRING_LIMITS: dict[str, int] = {
     "hostname": 253,
     "pathname": 2048,
     "querystring": 2048,
@@ -246,7 +248,7 @@ def parse_event(body: Any) -> TrackEvent:
         kind = None
 
     values: dict[str, Any] = {}
-    for field, limit in _STRING_LIMITS.items():
+    for field, limit in STRING_LIMITS.items():
         value = body.get(field)
         if value is None:
             continue

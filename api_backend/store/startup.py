@@ -3,7 +3,7 @@
 Each failure names the file and what to do, as a ``StoreStartupError`` the ``sitelens`` command prints as one
 line. Two cases are refused on purpose rather than worked around:
 
-- a metadata or event database that does not open or fails its integrity check (damaged, truncated, not a
+- a metadata database or DuckDB event file that does not open or fails its integrity check (damaged, truncated, not a
   database at all): restore it from a backup;
 - a missing ``events.duckdb`` whose event log folder (created beside it when the store was first opened) still
   exists: the store held events, and starting empty would silently lose them. Restore the file, or set
@@ -19,11 +19,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from api_backend.settings import Settings
-from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
+from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
+from api_backend.store.open import open_event_store, parse_events_url
 
-__all__ = ["StoreStartupError", "event_log_folder", "open_event_store", "open_metadata_store"]
+__all__ = ["StoreStartupError", "open_events", "open_metadata_store"]
 
 
 class StoreStartupError(RuntimeError):
@@ -67,38 +68,33 @@ def open_metadata_store(settings: Settings) -> MetadataStore:
     return store
 
 
-def event_log_folder(events_path: str | Path) -> Path:
-    """The event log's folder beside the DuckDB file (``events.duckdb`` -> ``events.eventlog``)."""
-    return Path(events_path).with_suffix(".eventlog")
+def open_events(settings: Settings) -> tuple[EventStore, EventLog | None]:
+    """The event store of ``settings.events_url`` and its event log (none for DuckDB's ``:memory:``).
 
-
-def open_event_store(settings: Settings) -> tuple[DuckDBEventStore, EventLog | None]:
-    """The DuckDB event store and its event log (none for ``:memory:``).
-
-    Raises ``StoreStartupError`` when the store is damaged, or missing although it held events, and
+    Raises ``StoreStartupError`` when a DuckDB file is damaged, or missing although it held events, and
     ``LogCorruptError`` when the log holds damage that is not a torn final write.
     """
-    path = settings.events_path
-    if path != ":memory:" and not Path(path).exists():
-        folder = event_log_folder(path)
+    target = parse_events_url(settings.events_url)
+    if target.scheme == "duckdb" and target.path != ":memory:" and not Path(target.path).exists():
+        folder = Path(target.path).with_suffix(".eventlog")
         if folder.is_dir() and not settings.allow_new_event_store:
             raise StoreStartupError(
-                f"the event store {path} is missing, but its event log {folder} shows it held events; "
+                f"the event store {target.path} is missing, but its event log {folder} shows it held events; "
                 "restore the file from a backup, or set SITELENS_ALLOW_NEW_EVENT_STORE=true for one start "
                 "to begin with a new, empty event store"
             )
     try:
-        store = DuckDBEventStore(path, memory_limit=settings.duckdb_memory_limit)
+        store, log_dir = open_event_store(settings)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise  # another process holds it: the caller says which
-        raise StoreStartupError(_damaged(path, exc)) from None
+        raise StoreStartupError(_damaged(target.path, exc)) from None
     except duckdb.Error as exc:
-        raise StoreStartupError(_damaged(path, exc)) from None
-    if path == ":memory:":
+        raise StoreStartupError(_damaged(target.path, exc)) from None
+    if log_dir is None:
         return store, None
     try:
-        return store, EventLog(event_log_folder(path))
+        return store, EventLog(log_dir)
     except BaseException:
         store.close()
         raise
