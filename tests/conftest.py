@@ -20,7 +20,6 @@ pytest_plugins = ["tests.clickhouse_support"]
 EVENT_STORES = ("duckdb", "clickhouse")
 
 
-
 def _spread_dash_ports() -> None:
     """Give this process its own range of dash test-server ports, so two suites on one machine never collide.
 

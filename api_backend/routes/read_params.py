@@ -91,4 +91,3 @@ def read_params(window: WindowQuery, filters: Annotated[str | None, Depends(filt
 
 
 ReadQuery = Annotated[ReadParams, Depends(read_params)]
-
