@@ -1,0 +1,59 @@
+"""The overview, sessions and funnel factories as data, without a browser."""
+
+from __future__ import annotations
+
+import json
+
+from api_client import Overview
+from dashboard.components import funnels as funnel_ui
+from dashboard.components import overview as ui
+from dashboard.components import sites as sites_ui
+
+
+def test_components_overview001_change_words_for_thin_or_empty_earlier_periods():
+    now = Overview(sessions=40, pageviews=80, users=30, bounce_rate=50.0)
+    assert ui.change_text("sessions", 40, 0, None) == ("", "none")  # still loading: nothing yet
+    assert ui.change_text("sessions", 40, 0, 0) == ("no earlier data", "none")
+    assert ui.change_text("sessions", 40, 3, 3) == ("too little earlier data", "none")
+    assert ui.change_text("sessions", 40, 20, 20) == ("+100.0%", "up")
+    assert ui.change_text("bounce_rate", 50.0, 40.0, 20) == ("+10.0 pts", "up")
+    tiles = json.dumps(
+        ui.headline_tiles(now, Overview(sessions=20, pageviews=40, users=15, bounce_rate=40.0)).to_plotly_json(),
+        default=str,
+    )
+    assert "overview-loaded" in tiles and "+100.0%" in tiles
+    assert "overview-loaded" not in json.dumps(ui.headline_tiles().to_plotly_json(), default=str)
+
+
+def test_components_overview002_buckets_countries_and_rows():
+    assert [ui.default_bucket(d) for d in (1, 2, 7, 90, 91, 365, 400)] == [
+        "hour",
+        "hour",
+        "day",
+        "day",
+        "week",
+        "week",
+        "month",
+    ]
+    assert ui.row_label("country", "DE") == "Germany (DE)"
+    assert ui.row_label("channel", "") == "Direct" and ui.row_label("pathname", "") == "(none)"
+    rows = [{"value": "/", "count": 3, "percentage": 75.0}]
+    clickable = json.dumps(ui.panel_rows("pathname", rows).to_plotly_json(), default=str)
+    assert "'type': 'overview-row'" in clickable  # a button that adds the filter
+    assert "'type': 'overview-row'" not in json.dumps(
+        ui.panel_rows("pathname", rows, clickable=False).to_plotly_json(), default=str
+    )
+
+
+def test_components_overview003_funnel_steps_and_snippet():
+    steps = funnel_ui.steps_of(
+        ["page", "event", "event"], [" /a ", "signup", "buy"], ["", "plan", "plan"], ["", "pro", ""]
+    )
+    assert steps == [
+        {"type": "page", "value": "/a"},
+        {"type": "event", "value": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"},
+        {"type": "event", "value": "buy"},  # a key without a value is no condition
+    ]
+    assert sites_ui.tracking_snippet("https://a.example/api", 7) == (
+        '<script defer src="https://a.example/api/script.js" data-site-id="7"></script>'
+    )
