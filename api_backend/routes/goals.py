@@ -96,7 +96,7 @@ def list_goals(
     if row is None:
         row = run_cached_query(services, build_goals_query(scope, specs, dialect), scope)[0]
     sessions = int(row["sessions"])
-    conversions = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
+    conversions: dict[int, int] = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
     return {"data": [goal_json(g, conversions, sessions) for g in goals], "meta": meta}
 
 
