@@ -6,6 +6,8 @@
     sitelens admin create-site --org ORG_ID --domain D [--name N] [--public]
     sitelens admin create-api-key --email E [--name N]
     sitelens seed --site SITE_ID --events N [--days D] [--seed S] [--now ISO]
+    sitelens clickhouse-schema [--cluster NAME] [--database NAME]
+    sitelens migrate-events --to URL [--site ID] [--data-dir DIR]
 
 ``admin`` and ``seed`` print exactly one JSON object on stdout and exit 0, or print a one-line error on
 stderr and exit non-zero. Admin commands open only the metadata database, never the DuckDB event file,
@@ -419,6 +421,10 @@ def build_parser(add_commands: Callable[[Any], None] | None = None) -> argparse.
     )
     _add_data_dir(seed)
     seed.set_defaults(handler=seed_command, prints_json=True)
+
+    from api_backend.clickhouse_admin import add_clickhouse_commands
+
+    add_clickhouse_commands(commands, _add_data_dir)
     return parser
 
 

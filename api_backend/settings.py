@@ -57,6 +57,17 @@ def _parse_url(*schemes: str) -> Callable[[str], str]:
     return parse
 
 
+def _parse_events_url(raw: str) -> str:
+    from api_backend.store.open import parse_events_url
+
+    if raw:
+        try:
+            parse_events_url(raw)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+    return raw
+
+
 def _parse_optional_path(raw: str) -> str:
     if raw and not Path(raw).is_file():
         raise SettingsError(f"no file at {raw}")
@@ -108,9 +119,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "events_url",
-        _parse_url("duckdb"),
+        _parse_events_url,
         "",
-        "Event store URL. Empty: `duckdb:///<data dir>/events.duckdb`.",
+        "Event store URL: `duckdb:///path`, `clickhouse://user:password@host:8123/database` (`clickhouses://` for "
+        "HTTPS) or `chdb:///abs/path[?database=NAME]`. Empty: `duckdb:///<data dir>/events.duckdb`.",
     ),
     Setting(
         "secret_key",

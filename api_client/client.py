@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import httpx
 import pydantic
 
+from api_client.activity_reads import ActivityReads
 from api_client.errors import APIConnectionError, APIError, NotFoundError, error_from_response
 from api_client.models import (
     ApiKeyInfo,
@@ -156,7 +157,7 @@ def _rank(rows: Iterable[BreakdownRow]) -> list[BreakdownRow]:
     return sorted(rows, key=lambda row: (-row.conversion_rate, -row.sessions, row.value))
 
 
-class AnalyticsAPI:
+class AnalyticsAPI(ActivityReads):
     """Typed client for the sitelens read and admin API (contract sections 2, 4 and 5).
 
     Args:

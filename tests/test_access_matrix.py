@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import pytest
 
+from api_backend.store.events import rows_to_table
 from tests.support import make_account, make_site
 
 
@@ -37,6 +39,16 @@ def world(services) -> World:
         s.site_id: services.metadata.create_goal(s.site_id, "Pricing", "path", {"pathPattern": "/pricing"}).goal_id
         for s in (site, public_site)
     }
+    # One identified visit on each readable site, so the session and user routes have something to answer.
+    services.events.append(
+        rows_to_table(
+            [
+                {"site_id": s.site_id, "timestamp": datetime(2026, 3, 1), "session_id": "visit", "type": "pageview"}
+                | {"identified_user_id": "ada"}
+                for s in (site, public_site)
+            ]
+        )
+    )
     return World(
         site_id=site.site_id,
         public_site_id=public_site.site_id,
@@ -63,6 +75,10 @@ ACTIONS = [
     ("error_names", "GET", "/api/sites/{site}/error-names", None, "read"),
     ("metric", "GET", "/api/sites/{site}/metric?parameter=channel", None, "read"),
     ("overview", "GET", "/api/sites/{site}/overview", None, "read"),
+    ("sessions", "GET", "/api/sites/{site}/sessions", None, "read"),
+    ("session", "GET", "/api/sites/{site}/sessions/visit", None, "read"),
+    ("user", "GET", "/api/sites/{site}/users/ada", None, "read"),
+    ("live", "GET", "/api/sites/{site}/live?minutes=5", None, "read"),
     (
         "funnel",
         "POST",

@@ -34,6 +34,8 @@ from api_client import (
 )
 from tests.support import make_account
 
+pytestmark = pytest.mark.both_stores
+
 BASE = "http://testserver/api"
 MARCH = Query(start_date="2026-03-01", end_date="2026-03-07")
 

@@ -16,7 +16,7 @@ from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.events import rows_to_table
 from api_backend.store.models import Site
-from tests.support import Account, make_account, make_site
+from tests.support import Account, make_account, make_site, store_options
 
 GET_ROUTES = [
     ("goals", {}),
@@ -34,6 +34,7 @@ GET_ROUTES = [
     ("overview-bucketed", {}),
     ("funnels/analyze", {}),
     ("org-event-count", {}),
+    ("sessions", {}),
 ]
 
 WINDOW_CASES = {
@@ -67,6 +68,20 @@ FILTER_CASES = {
 }
 
 ROUTE_CASES = [
+    ("sessions", {"limit": "101"}),
+    ("sessions", {"limit": "0"}),
+    ("sessions", {"page": "0"}),
+    ("users/u", {"limit": "101"}),
+    ("users/u", {"start_date": "2026-03-01"}),
+    ("live", {"minutes": "0"}),
+    ("live", {"minutes": "61"}),
+    ("live", {"minutes": "5.5"}),
+    ("live", {"minutes": "x"}),
+    ("live", {"limit": "51"}),
+    ("overview", {"compare": "next"}),
+    ("overview", {"compare": "previous"}),
+    ("overview/time-series", {"compare": "yes", "start_date": "2026-03-01", "end_date": "2026-03-02"}),
+    ("overview/time-series", {"compare": "previous"}),
     ("goals", {"page": "0"}),
     ("goals", {"page": "x"}),
     ("goals", {"limit": "0"}),
@@ -134,11 +149,17 @@ class Env:
     goal: int
 
 
+pytestmark = pytest.mark.both_stores
+
+
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(tmp_path_factory: pytest.TempPathFactory, event_store: str, request: pytest.FixtureRequest) -> Iterator[Env]:
     """One app for the whole module: bad input must never change it, which every test checks."""
     settings = load_settings(
-        {}, data_dir=str(tmp_path_factory.mktemp("bad-input") / "data"), secret_key="test-secret-key-0123456789"
+        {},
+        data_dir=str(tmp_path_factory.mktemp("bad-input") / "data"),
+        secret_key="test-secret-key-0123456789",
+        **store_options(event_store, request),
     )
     services = open_services(settings)
     owner = make_account(services, "owner@example.com")

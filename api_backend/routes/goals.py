@@ -16,11 +16,9 @@ from api_backend.query.goals import (
     GoalSpec,
     build_goal_breakdown_query,
     build_goal_sessions_query,
-    build_goals_query,
 )
 from api_backend.query.paging import parse_page
-from api_backend.query.rollups import goals_counts_from_rollup
-from api_backend.routes.read_params import ReadQuery, dialect_of, run_cached_query, run_query
+from api_backend.routes.read_params import ReadQuery
 from api_backend.services import Services
 from api_backend.store.models import Goal
 
@@ -89,12 +87,8 @@ def list_goals(
     }
     if not goals:
         return {"data": [], "meta": meta}
-    specs, dialect = [_spec(g) for g in goals], dialect_of(services)
-    cache = services.goals_rollups
-    # Filtered on one session-level parameter (the channel recipe): a sum over the cached per-value rollup.
-    row = goals_counts_from_rollup(cache, scope, specs, lambda q: run_query(services, q), dialect)
-    if row is None:
-        row = run_cached_query(services, build_goals_query(scope, specs, dialect), scope)[0]
+    # Filtered on one session-level parameter (the channel recipe), the reader sums a cached per-value rollup.
+    row = services.reader.goals_counts(scope, [_spec(g) for g in goals])
     sessions = int(row["sessions"])
     conversions: dict[int, int] = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
     return {"data": [goal_json(g, conversions, sessions) for g in goals], "meta": meta}
@@ -155,8 +149,8 @@ def goal_sessions(
     goal = _site_goal(services, access.site.site_id, goal_id)
     paging = parse_page(page, limit, 25, 100)
     scope = params.scope(access.site.site_id)
-    query = build_goal_sessions_query(scope, _spec(goal), paging.limit, paging.offset, dialect_of(services))
-    rows = run_cached_query(services, query, scope)
+    query = build_goal_sessions_query(scope, _spec(goal), paging.limit, paging.offset, services.reader.dialect)
+    rows = services.reader.rows(query, scope)
     total = int(rows[0]["total_count"]) if rows else 0
     return {"data": [_session_json(r) for r in rows if r["rn"] is not None], "totalCount": total}
 
@@ -175,8 +169,8 @@ def goal_breakdown(
         raise InvalidRequestError.for_field("parameter", "is required")
     parameter = parse_parameter(parameter)
     scope = params.scope(access.site.site_id)
-    query = build_goal_breakdown_query(scope, _spec(goal), parameter, dialect_of(services))
-    rows = run_cached_query(services, query, scope)
+    query = build_goal_breakdown_query(scope, _spec(goal), parameter, services.reader.dialect)
+    rows = services.reader.rows(query, scope)
     data = []
     for row in rows:
         if row["value"] is None:

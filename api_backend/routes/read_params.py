@@ -1,4 +1,4 @@
-"""The common parameters of every analytics read route, and the one way those routes run a query.
+"""The common parameters of every analytics read route.
 
 Routes declare ``params: ReadQuery`` (so the parameters appear in the OpenAPI document) and turn them
 into a ``Scope`` here; every value is validated before any query runs (400 otherwise).
@@ -8,19 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Query
 
-from api_backend.errors import InvalidRequestError
 from api_backend.query.filters import Filter, parse_filters
 from api_backend.query.scope import Scope
-from api_backend.query.sql import DUCKDB, Dialect
-from api_backend.query.sql import Query as SQLQuery
 from api_backend.query.window import Window, parse_window
-from api_backend.services import Services
 
-__all__ = ["ReadParams", "ReadQuery", "WindowQuery", "dialect_of", "run_cached_query", "run_query"]
+__all__ = ["ReadParams", "ReadQuery", "WindowQuery"]
 
 
 @dataclass(frozen=True)
@@ -95,31 +91,3 @@ def read_params(window: WindowQuery, filters: Annotated[str | None, Depends(filt
 
 
 ReadQuery = Annotated[ReadParams, Depends(read_params)]
-
-
-def dialect_of(services: Services) -> Dialect:
-    """The SQL dialect of the configured event store."""
-    if services.events.dialect == "duckdb":
-        return DUCKDB
-    raise RuntimeError(f"no query dialect for {services.events.dialect}")
-
-
-def run_query(services: Services, query: SQLQuery) -> list[dict[str, Any]]:
-    """Run a built query on the event store; an engine refusing a validated regex is still the caller's 400."""
-    try:
-        return services.events.query_dicts(query.sql, query.params)
-    except Exception as exc:
-        text = str(exc).lower()
-        if any(word in text for word in ("regex", "regular expression", "repetition", "escape sequence")):
-            raise InvalidRequestError.for_field("filters", "the regular expression is not supported") from None
-        raise
-
-
-def run_cached_query(services: Services, query: SQLQuery, scope: Scope) -> list[dict[str, Any]]:
-    """``run_query`` through the result cache, for a query reading ``scope``'s window of its sites.
-
-    The cache answers only while no event entered that window since the result was computed (see
-    ``api_backend.query.results``), so a read always includes every event acknowledged before it.
-    """
-    cache = services.read_results
-    return cache.run(query, scope.site_ids, scope.window, lambda q: run_query(services, q))
