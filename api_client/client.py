@@ -507,10 +507,21 @@ class AnalyticsAPI(ActivityReads):
         return self._parse_list(GoalSession, self._rows(body), "goal session")
 
     def goal_breakdown(
-        self, site_id: int | str, goal_id: int, parameter: str = "channel", query: Query | None = None
+        self,
+        site_id: int | str,
+        goal_id: int,
+        parameter: str = "channel",
+        query: Query | None = None,
+        *,
+        page: int | None = None,
+        limit: int | None = None,
     ) -> Breakdown:
-        """A goal's sessions, conversions, rate and 95% Wilson interval per value of ``parameter``."""
-        params = self._params(query, parameter=parameter)
+        """A goal's sessions, conversions, rate and 95% Wilson interval per value of ``parameter``.
+
+        Values come in pages, best rate first: ``page`` (1-based) and ``limit`` (1 to 1000, the server's
+        default); ``total_count`` of the result counts the values of all pages.
+        """
+        params = self._params(query, parameter=parameter, page=page, limit=limit)
         body = self._get(f"{self._site(site_id)}/goals/{_segment(goal_id)}/breakdown", params)
         meta = self._field(body, "meta")
         return self._parse(
@@ -521,6 +532,7 @@ class AnalyticsAPI(ActivityReads):
                 "total_conversions": self._field(meta, "total_conversions"),
                 "goal_id": meta.get("goalId", goal_id),
                 "parameter": meta.get("parameter", parameter),
+                "total_count": body.get("totalCount"),
             },
             "goal breakdown",
         )

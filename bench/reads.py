@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import time
 from collections.abc import Callable
@@ -227,8 +228,10 @@ def start_clickhouse_store(
     ch_dir = work_dir / f"reads-{size}-clickhouse"
     shutil.rmtree(ch_dir, ignore_errors=True)
     ch_dir.mkdir(parents=True)
-    for name in ("sitelens.sqlite3", "secret.key"):
-        shutil.copyfile(data_dir / name, ch_dir / name)
+    shutil.copyfile(data_dir / "secret.key", ch_dir / "secret.key")
+    # SQLite's backup API, since the running server's recent writes may still be in the write-ahead log.
+    with sqlite3.connect(data_dir / "sitelens.sqlite3") as source, sqlite3.connect(ch_dir / "sitelens.sqlite3") as copy:
+        source.backup(copy)
     shutil.copyfile(events_file, ch_dir / "events.duckdb")
     url = f"chdb://{(ch_dir / 'chdb').resolve()}"
     started = time.perf_counter()

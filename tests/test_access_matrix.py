@@ -210,3 +210,28 @@ def test_site_is_reachable_by_string_id(client, world, services):
     site = services.metadata.site(world.site_id)
     body = client.get(f"/api/sites/{site.id}", headers=world.headers["member"]).json()
     assert body["siteId"] == world.site_id and body["id"] == site.id
+
+
+@pytest.mark.parametrize(("name", "method", "path", "body", "level"), ACTIONS, ids=[a[0] for a in ACTIONS])
+def test_missing_site_looks_like_a_private_one_without_credentials(client, world, name, method, path, body, level):
+    if "{site}" not in path:
+        pytest.skip("organization routes need a credential whatever the id")
+    existing = client.request(method, path.format(site=world.site_id, goal=1), json=body)
+    missing = client.request(method, path.format(site=987654, goal=1), json=body)
+    assert existing.status_code == missing.status_code == 401
+    assert missing.json() == existing.json()
+    # A signed-in outsider still gets the same 404 for both.
+    outsider = world.headers["outsider"]
+    existing = client.request(method, path.format(site=world.site_id, goal=1), json=body, headers=outsider)
+    missing = client.request(method, path.format(site=987654, goal=1), json=body, headers=outsider)
+    assert existing.status_code == missing.status_code == 404
+
+
+def test_readers_who_are_not_members_do_not_see_the_organization(client, world):
+    for caller, site in [("private_link", world.site_id), ("public", world.public_site_id)]:
+        body = client.get(f"/api/sites/{site}", headers=world.headers[caller]).json()
+        assert "organizationId" not in body and "createdBy" not in body, caller
+        assert body["siteId"] == site and body["isOwner"] is False
+    for caller in ("member", "admin", "owner"):
+        body = client.get(f"/api/sites/{world.site_id}", headers=world.headers[caller]).json()
+        assert body["organizationId"] == world.org_id and body["createdBy"], caller

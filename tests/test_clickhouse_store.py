@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import subprocess
+import sys
 import threading
 from datetime import date, datetime
 from pathlib import Path
@@ -13,12 +17,13 @@ from fastapi.testclient import TestClient
 from api_backend.app import create_app
 from api_backend.settings import SettingsError, load_settings
 from api_backend.store.clickhouse import QUERY_SETTINGS, ClickHouseEventStore
+from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
-from api_backend.store.events import EVENT_COLUMNS, rows_to_table
+from api_backend.store.events import EVENT_COLUMNS, QueryRejectedError, rows_to_table
 from api_backend.store.open import open_event_store, parse_events_url
 from api_backend.store.writer import BatchWriter
 from tests.clickhouse_support import chdb_url
-from tests.support import make_account, make_site
+from tests.support import free_port, make_account, make_site
 
 BROWSER = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
@@ -188,16 +193,22 @@ def test_chstore008_crash_between_insert_and_position_neither_loses_nor_duplicat
     store.close()
 
 
-def test_chstore009_tracked_events_are_counted_through_the_app(chdb_services, chdb_settings):
-    site = make_site(chdb_services, make_account(chdb_services, "ch@example.com"))
+def test_chstore009_tracked_events_are_counted_and_deleted_through_the_app(chdb_services, chdb_settings):
+    owner = make_account(chdb_services, "ch@example.com")
+    site, other = make_site(chdb_services, owner), make_site(chdb_services, owner, "other.example")
     with TestClient(create_app(chdb_settings, chdb_services)) as client:
-        for i in range(3):
-            body = {"site_id": site.site_id, "type": "pageview", "pathname": f"/p{i}", "hostname": "example.com"}
-            response = client.post("/api/track", json=body, headers={"User-Agent": BROWSER})
-            assert response.status_code == 200, response.text
+        for target, count in ((site, 3), (other, 2)):
+            for i in range(count):
+                body = {"site_id": target.site_id, "type": "pageview", "pathname": f"/p{i}", "hostname": "example.com"}
+                response = client.post("/api/track", json=body, headers={"User-Agent": BROWSER})
+                assert response.status_code == 200, response.text
         assert client.get("/api/health").status_code == 200
-    assert chdb_services.events.dialect == "clickhouse"
-    assert chdb_services.events.count(site.site_id) == 3
+        assert chdb_services.events.dialect == "clickhouse"
+        assert chdb_services.events.count(site.site_id) == 3
+        response = client.delete(f"/api/sites/{site.site_id}", headers={"Authorization": f"Bearer {owner.api_key}"})
+        assert response.status_code == 200, response.text
+    assert chdb_services.events.count(site.site_id) == 0
+    assert chdb_services.events.count(other.site_id) == 2
 
 
 def test_chstore010_events_url_is_checked_at_start_up(tmp_path):
@@ -223,8 +234,104 @@ def test_chstore010_events_url_is_checked_at_start_up(tmp_path):
 
 
 def test_chstore011_a_second_chdb_directory_is_refused(store, tmp_path: Path, chdb_settings):
-    import dataclasses
-
     other = dataclasses.replace(chdb_settings, events_url=chdb_url(tmp_path / "elsewhere", "x"))
     with pytest.raises(ValueError, match="one data directory per process"):
         open_event_store(other)
+
+
+HOLD = (
+    "import sys, time, clickhouse_connect\n"
+    "client = clickhouse_connect.get_client(dsn='chdb://' + sys.argv[1])\n"
+    "print('holding', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+TRY_OPEN = (
+    "import sys\n"
+    "from api_backend.settings import load_settings\n"
+    "from api_backend.store.open import open_event_store\n"
+    "try:\n"
+    "    open_event_store(load_settings({}, data_dir=sys.argv[2], events_url='chdb://' + sys.argv[1]))\n"
+    "except ValueError as exc:\n"
+    "    print(exc)\n"
+)
+
+
+def test_chstore012_a_directory_held_by_another_process_is_refused_clearly(tmp_path: Path):
+    path = str(tmp_path / "held")
+    root = Path(__file__).resolve().parent.parent
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, path], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        other = subprocess.run(
+            [sys.executable, "-c", TRY_OPEN, path, str(tmp_path / "data")],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        holder.communicate("", timeout=60)
+    assert "another process (a running sitelens server?) holds it" in other.stdout, other.stderr
+
+
+def test_chstore013_an_unreachable_server_is_a_clear_error(chdb_settings):
+    url = f"clickhouse://sitelens:secret@127.0.0.1:{free_port()}/analytics"
+    with pytest.raises(ValueError, match=r"cannot reach the ClickHouse server at clickhouse://127\.0\.0\.1:\d+"):
+        open_event_store(dataclasses.replace(chdb_settings, events_url=url))
+
+
+TIMES_SQL = (
+    "SELECT toDateTime('2026-01-01 00:00:00'), toStartOfHour(toDateTime64('2026-01-01 05:30:00', 3, 'UTC')), "
+    "toTimeZone(toDateTime64('2026-07-01 05:30:00', 3, 'UTC'), 'Europe/Berlin'), "
+    "toStartOfDay(toTimeZone(toDateTime64('2026-07-01 05:30:00', 3, 'UTC'), 'Europe/Berlin')), {t:DateTime64(3)}"
+)
+TIMES_PARAMS = {"t": datetime(2026, 1, 1, 1, 2, 3, 4000)}
+TIMES_EXPECTED = (
+    datetime(2026, 1, 1),
+    datetime(2026, 1, 1, 5),
+    datetime(2026, 7, 1, 5, 30),
+    datetime(2026, 6, 30, 22),
+    datetime(2026, 1, 1, 1, 2, 3, 4000),
+)
+IN_NEW_YORK = (
+    "import sys\n"
+    "from datetime import datetime\n"
+    "from api_backend.settings import load_settings\n"
+    "from api_backend.store.open import open_event_store\n"
+    "from tests.test_clickhouse_store import TIMES_PARAMS, TIMES_SQL\n"
+    "store, _ = open_event_store(load_settings({}, data_dir=sys.argv[2], events_url='chdb://' + sys.argv[1]))\n"
+    "print(repr(store.query(TIMES_SQL, TIMES_PARAMS)))\n"
+    "store.close()\n"
+)
+
+
+def test_chstore014_times_are_naive_utc_whatever_the_host_zone(store, tmp_path: Path):
+    assert store.query(TIMES_SQL, TIMES_PARAMS) == [TIMES_EXPECTED]
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "TZ": "America/New_York", "PYTHONPATH": str(root)}
+    run = subprocess.run(
+        [sys.executable, "-c", IN_NEW_YORK, str(tmp_path / "ny"), str(tmp_path / "data")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == repr([TIMES_EXPECTED])
+
+
+def test_chstore015_a_pattern_the_engine_refuses_is_a_typed_error_on_both_stores(store, tmp_path: Path):
+    """The reader maps this one type to a 400, so neither store's refusal of a bound value may look like a crash."""
+    with pytest.raises(QueryRejectedError):
+        store.query("SELECT match('abc', {p:String})", {"p": "(a"})
+    assert bool(store.query("SELECT match('abc', {p:String})", {"p": "b"})[0][0])
+    duck = DuckDBEventStore(tmp_path / "events.duckdb")
+    try:
+        with pytest.raises(QueryRejectedError):
+            duck.query("SELECT regexp_matches('abc', $p)", {"p": "(a"})
+        assert duck.query("SELECT regexp_matches('abc', $p)", {"p": "b"}) == [(True,)]
+    finally:
+        duck.close()

@@ -48,6 +48,14 @@ WINDOW_CASES = {
     "negative-minutes": {"past_minutes_start": "-5", "past_minutes_end": "0"},
     "minutes-reversed": {"past_minutes_start": "5", "past_minutes_end": "10"},
     "half-minutes": {"past_minutes_start": "60"},
+    "date-before-1970": {"start_date": "0002-01-01", "end_date": "2026-01-01"},
+    "date-after-2100": {"start_date": "2026-01-01", "end_date": "9999-12-30"},
+    "window-too-long": {"start_date": "1970-01-01", "end_date": "2099-12-31"},
+    "datetime-window-too-long": {"start_datetime": "1990-01-01T00:00:00Z", "end_datetime": "2026-01-01T00:00:00Z"},
+    "datetime-past-2100": {"start_datetime": "2026-01-01T00:00:00Z", "end_datetime": "9999-12-31T23:59:59-23:00"},
+    "huge-minutes": {"past_minutes_start": "9" * 400, "past_minutes_end": "0"},
+    "minutes-past-the-cap": {"past_minutes_start": "100000000", "past_minutes_end": "0"},
+    "non-ascii-digits": {"start_date": "٢٠٢٦-٠١-٠١", "end_date": "2026-01-02"},
 }
 
 FILTER_CASES = {
@@ -65,6 +73,14 @@ FILTER_CASES = {
     "numeric-needs-number": json.dumps([{"parameter": "prop:seats", "type": "greater_than", "value": ["many"]}]),
     "no-values": json.dumps([{"parameter": "country", "type": "equals", "value": []}]),
     "object-value": json.dumps([{"parameter": "country", "type": "equals", "value": [{"a": 1}]}]),
+    "value-not-array": json.dumps([{"parameter": "country", "type": "equals", "value": "US"}]),
+    "re2-free-spacing": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["(?x) a"]}]),
+    "re2-ascii-flag": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["(?a)\\w"]}]),
+    "re2-conditional": json.dumps([{"parameter": "pathname", "type": "not_regex", "value": ["(a)?(?(1)b|c)"]}]),
+    "huge-number": '[{"parameter": "prop:seats", "type": "greater_than", "value": [' + "9" * 400 + "]}]",
+    "lone-surrogate-value": json.dumps([{"parameter": "pathname", "type": "equals", "value": ["\ud800"]}]),
+    "lone-surrogate-regex": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["a\udfff"]}]),
+    "lone-surrogate-prop": json.dumps([{"parameter": "prop:\ud800", "type": "equals", "value": ["x"]}]),
 }
 
 ROUTE_CASES = [
@@ -72,6 +88,8 @@ ROUTE_CASES = [
     ("sessions", {"limit": "0"}),
     ("sessions", {"page": "0"}),
     ("users/u", {"limit": "101"}),
+    ("sessions/" + "s" * 129, {}),
+    ("users/" + "u" * 256, {}),
     ("users/u", {"start_date": "2026-03-01"}),
     ("live", {"minutes": "0"}),
     ("live", {"minutes": "61"}),
@@ -137,6 +155,12 @@ GOAL_BODIES = {
     "name-not-string": {"name": 5, "goalType": "path", "config": {"pathPattern": "/a"}},
     "pattern-not-string": {"goalType": "path", "config": {"pathPattern": 5}},
     "body-is-list": [{"goalType": "path", "config": {"pathPattern": "/a"}}],
+    "lone-surrogate-name": {"name": "\ud800", "goalType": "path", "config": {"pathPattern": "/a"}},
+    "lone-surrogate-pattern": {"goalType": "path", "config": {"pathPattern": "/\udc00"}},
+    "lone-surrogate-property": {
+        "goalType": "event",
+        "config": {"eventName": "a", "propertyFilters": [{"key": "plan", "value": "\ud800"}]},
+    },
 }
 
 
@@ -237,8 +261,11 @@ def test_bad004_funnel_bodies(client, site, owner, case) -> None:
 def test_bad005_goal_bodies_create_and_replace(env, case) -> None:
     client, site, owner, goal = env.client, env.site, env.owner, env.goal
     before = _state(env)
-    _assert_400(client.post(f"/api/sites/{site.site_id}/goals", json=GOAL_BODIES[case], headers=owner.headers))
-    _assert_400(client.put(f"/api/sites/{site.site_id}/goals/{goal}", json=GOAL_BODIES[case], headers=owner.headers))
+    # Sent as JSON text with escapes (ensure_ascii), so lone surrogates travel as the bytes a client would send.
+    body = json.dumps(GOAL_BODIES[case])
+    headers = {**owner.headers, "Content-Type": "application/json"}
+    _assert_400(client.post(f"/api/sites/{site.site_id}/goals", content=body, headers=headers))
+    _assert_400(client.put(f"/api/sites/{site.site_id}/goals/{goal}", content=body, headers=headers))
     assert _state(env) == before
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from api_backend.errors import FieldError, InvalidRequestError
+from api_backend.sites import SITE_KEY_MESSAGE, is_site_key
 from api_backend.store.events import EVENT_TYPES
 
 __all__ = [
@@ -127,8 +128,11 @@ def _site_key(value: Any, errors: PayloadErrors) -> str:
         if value < 1:
             errors.add("site_id", "must be a positive number")
         return str(value)
-    if isinstance(value, str) and value.strip() and len(value) <= 64 and encodable(value):
+    if isinstance(value, str) and is_site_key(value.strip()):
         return value.strip()
+    if isinstance(value, str) and value.strip():
+        errors.add("site_id", SITE_KEY_MESSAGE)
+        return ""
     errors.add("site_id", "must be a non-empty string or a positive number")
     return ""
 

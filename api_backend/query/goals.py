@@ -30,10 +30,12 @@ from api_backend.query.filters import (
     session_value,
 )
 from api_backend.query.metric import keeps_empty_value, session_values_sql
+from api_backend.query.paging import Page
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Params, Query
 
 __all__ = [
+    "BREAKDOWN_PAGE",
     "GoalSpec",
     "build_goal_breakdown_query",
     "build_goal_sessions_query",
@@ -45,6 +47,9 @@ __all__ = [
     "value_pattern_regex",
 ]
 
+# Breakdown values per page by default and at most: every real parameter (channel, country...) fits one page.
+BREAKDOWN_PAGE = 1000
+FIRST_BREAKDOWN_PAGE = Page(1, BREAKDOWN_PAGE)
 _REGEX_SPECIAL = set(".^$+?()[]{}|\\")
 _EMPTY = "''"
 _VALUE_FIELDS = {
@@ -334,8 +339,11 @@ ORDER BY page.rn"""
     return p.query(sql)
 
 
-def build_goal_breakdown_query(scope: Scope, goal: GoalSpec, parameter: str, d: Dialect) -> Query:
-    """Rows ``(total_sessions, total_conversions, value, sessions, conversions)``; one row even with no value."""
+def build_goal_breakdown_query(
+    scope: Scope, goal: GoalSpec, parameter: str, d: Dialect, page: Page = FIRST_BREAKDOWN_PAGE
+) -> Query:
+    """Rows ``(total_sessions, total_conversions, total_values, value, sessions, conversions)`` of one page of
+    values, best conversion rate first (then most sessions, then value); one row even with no value."""
     p = Params()
     start = opening(scope, d, p, rows_needed=parameter not in SESSION_PARAMETERS)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
@@ -357,8 +365,12 @@ grouped AS (
   FROM ({session_values_sql(parameter, d, p)}) AS sv JOIN conv USING (session_id) {keep}
   GROUP BY sv.value),
 """
-    sql += """totals AS (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions
-           FROM conv)
-SELECT t.total_sessions, t.total_conversions, g.value, g.sessions, g.conversions
-FROM totals AS t LEFT JOIN grouped AS g ON true"""
+    sql += f"""totals AS (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions,
+             (SELECT count(*) FROM grouped) AS total_values
+           FROM conv),
+paged AS (SELECT * FROM grouped
+  ORDER BY CAST(conversions AS DOUBLE) / sessions DESC, sessions DESC, value
+  LIMIT {int(page.limit)} OFFSET {int(page.offset)})
+SELECT t.total_sessions, t.total_conversions, t.total_values, g.value, g.sessions, g.conversions
+FROM totals AS t LEFT JOIN paged AS g ON true"""
     return p.query(sql)

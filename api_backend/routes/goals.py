@@ -13,6 +13,7 @@ from api_backend.formats import iso_utc
 from api_backend.goals import goal_json, validate_goal_body
 from api_backend.query.filters import parse_parameter
 from api_backend.query.goals import (
+    BREAKDOWN_PAGE,
     GoalSpec,
     build_goal_breakdown_query,
     build_goal_sessions_query,
@@ -162,14 +163,19 @@ def goal_breakdown(
     params: ReadQuery,
     goal_id: int,
     parameter: Annotated[str | None, Query(description="any filter parameter, e.g. channel")] = None,
+    page: Annotated[str | None, Query(description="1-based page of values (default 1)")] = None,
+    limit: Annotated[
+        str | None, Query(description=f"values per page, 1..{BREAKDOWN_PAGE} (default {BREAKDOWN_PAGE})")
+    ] = None,
 ) -> dict[str, Any]:
-    """Sessions, conversions, conversion rate and its 95% Wilson interval per value of ``parameter``."""
+    """Sessions, conversions, conversion rate and its 95% Wilson interval per value of ``parameter``, paged."""
     goal = _site_goal(services, access.site.site_id, goal_id)
     if not parameter:
         raise InvalidRequestError.for_field("parameter", "is required")
     parameter = parse_parameter(parameter)
+    paging = parse_page(page, limit, BREAKDOWN_PAGE, BREAKDOWN_PAGE)
     scope = params.scope(access.site.site_id)
-    query = build_goal_breakdown_query(scope, _spec(goal), parameter, services.reader.dialect)
+    query = build_goal_breakdown_query(scope, _spec(goal), parameter, services.reader.dialect, paging)
     rows = services.reader.rows(query, scope)
     data = []
     for row in rows:
@@ -189,9 +195,10 @@ def goal_breakdown(
             }
         )
     data.sort(key=lambda r: (-r["conversion_rate"], -r["sessions"], r["value"]))
-    first = rows[0] if rows else {"total_sessions": 0, "total_conversions": 0}
+    first = rows[0] if rows else {"total_sessions": 0, "total_conversions": 0, "total_values": 0}
     return {
         "data": data,
+        "totalCount": int(first["total_values"]),
         "meta": {
             "goalId": goal.goal_id,
             "parameter": parameter,

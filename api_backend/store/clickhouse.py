@@ -22,13 +22,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE
-from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA
+from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError
 
 __all__ = ["INSERT_SETTINGS", "QUERY_SETTINGS", "ClickHouseEventStore"]
 
@@ -66,11 +66,33 @@ INSERT_SETTINGS: dict[str, Any] = {
     "distributed_foreground_insert": 1,
 }
 
+# Server error codes meaning the engine refused a value bound into the query (CANNOT_COMPILE_REGEXP).
+_REJECTED_VALUE_CODES = frozenset({427})
+
 # Deletes return only once a read can no longer see the rows.
 _DELETE_SETTINGS: dict[str, Any] = {"lightweight_deletes_sync": 2, "mutations_sync": 2}
 
 _COLUMN_NAMES = [name for name, _ in EVENT_COLUMNS]
 _INSERT_SCHEMA = EVENT_SCHEMA.append(pa.field("log_seq", pa.uint64(), nullable=False))
+
+
+def _naive_utc(rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
+    """Times as naive UTC datetimes, as DuckDB returns them. UTC columns come naive already; a column typed with
+    another zone comes aware and is turned back into UTC (the embedded engine drops the zone of ``DateTime('tz')``
+    values, which then read as UTC, so converting is also what keeps a server and chdb answering alike)."""
+    if not rows:
+        return rows
+    aware = [i for i, value in enumerate(rows[0]) if isinstance(value, datetime) and value.tzinfo is not None]
+    if not aware:
+        return rows
+    fixed = []
+    for row in rows:
+        row = list(row)
+        for i in aware:
+            if row[i] is not None:
+                row[i] = row[i].astimezone(UTC).replace(tzinfo=None)
+        fixed.append(row)
+    return fixed
 
 
 class ClickHouseEventStore:
@@ -146,9 +168,7 @@ class ClickHouseEventStore:
             return 0
         if table.schema != EVENT_SCHEMA:
             table = table.select(_COLUMN_NAMES).cast(EVENT_SCHEMA)
-        stamp = (
-            pa.array([log_seq or 0] * table.num_rows, type=pa.uint64()) if table.num_rows else pa.array([], pa.uint64())
-        )
+        stamp = pa.repeat(pa.scalar(log_seq or 0, pa.uint64()), table.num_rows)
         batch = pa.Table.from_arrays([*table.columns, stamp], schema=_INSERT_SCHEMA)
         with self._write_lock:
             if table.num_rows:
@@ -166,14 +186,28 @@ class ClickHouseEventStore:
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Run ``sql`` (``{name:Type}`` placeholders bound from the ``params`` dict) and return every row."""
-        result = self.client.query(sql, parameters=dict(params) if params else None, settings=QUERY_SETTINGS)
-        return [tuple(row) for row in result.result_rows]
+        result = self._run(sql, params)
+        return [tuple(row) for row in _naive_utc(result.result_rows)]
 
     def query_dicts(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
         """Like ``query`` but each row is a dict keyed by column name."""
-        result = self.client.query(sql, parameters=dict(params) if params else None, settings=QUERY_SETTINGS)
+        result = self._run(sql, params)
         names = result.column_names
-        return [dict(zip(names, row, strict=True)) for row in result.result_rows]
+        return [dict(zip(names, row, strict=True)) for row in _naive_utc(result.result_rows)]
+
+    def _run(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+        from clickhouse_connect.driver.exceptions import DatabaseError
+
+        # query_tz: a time whose type carries no zone is UTC (as session_timezone makes it on the server), never the
+        # zone of the host, which is what chdb reports as the server's.
+        try:
+            return self.client.query(
+                sql, parameters=dict(params) if params else None, settings=QUERY_SETTINGS, query_tz="UTC"
+            )
+        except DatabaseError as exc:
+            if exc.code in _REJECTED_VALUE_CODES:
+                raise QueryRejectedError(str(exc)) from exc
+            raise
 
     def delete_site(self, site_id: int) -> int:
         """Delete every event of ``site_id``; reads that follow no longer see them."""

@@ -99,6 +99,7 @@ def open_event_store(settings: Settings) -> tuple[EventStore, Path | None]:
 def _import_client():
     try:
         import clickhouse_connect
+        import clickhouse_connect.driver.exceptions
     except ImportError:
         raise ValueError(
             "a ClickHouse events URL needs the clickhouse extra: pip install 'sitelens[clickhouse]'"
@@ -119,7 +120,11 @@ def _open_server(target: EventsTarget) -> EventStore:
         # No session: a session serializes queries, and the store is read from many threads at once.
         "autogenerate_session_id": False,
     }
-    bootstrap = clickhouse_connect.get_client(**common)
+    try:
+        bootstrap = clickhouse_connect.get_client(**common)
+    except clickhouse_connect.driver.exceptions.Error as exc:
+        where = f"{target.scheme}://{target.host}:{target.port}"
+        raise ValueError(f"cannot reach the ClickHouse server at {where}: {_first_line(exc)}") from None
     try:
         bootstrap.command(f"CREATE DATABASE IF NOT EXISTS `{target.database}`")
     finally:
@@ -147,7 +152,15 @@ def _open_chdb(target: EventsTarget) -> EventStore:
             )
         Path(path).mkdir(parents=True, exist_ok=True)
         # Each store has its own handle on the one engine; a handle keeps its own default database.
-        client = clickhouse_connect.get_client(dsn=f"chdb://{path}")
+        try:
+            client = clickhouse_connect.get_client(dsn=f"chdb://{path}")
+        except clickhouse_connect.driver.exceptions.Error as exc:
+            if "EmbeddedServer" in str(exc):  # chdb's only word for "another process holds this directory"
+                raise ValueError(
+                    f"cannot open the chdb data directory {path}: another process (a running sitelens server?) "
+                    "holds it, and chdb allows one process per directory"
+                ) from None
+            raise ValueError(f"cannot open the embedded ClickHouse engine at {path}: {_first_line(exc)}") from None
         try:
             client.command(f"CREATE DATABASE IF NOT EXISTS `{target.database}`")
             client.database = target.database
@@ -162,6 +175,10 @@ def _open_chdb(target: EventsTarget) -> EventStore:
         client.close()
         _release_chdb()
         raise
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _release_chdb() -> None:
