@@ -3,7 +3,8 @@
  * A page that must send the person elsewhere (not signed in, credential expired) renders a marker
  * <div class="redirect" data-href="..."> (dashboard.components.common.redirect). This watches for such
  * markers and follows them. data-clear-auth="1" also forgets the tab's sign-in token first.
- * It also lets Escape close a dialog (the button marked data-dismiss).
+ * It also lets Escape close a dialog (the button marked data-dismiss), and loads the chart library while the
+ * browser is idle on a page marked .preload-charts, so the first chart a click opens does not freeze the page.
  */
 (function () {
   "use strict";
@@ -28,8 +29,23 @@
     window.scrollTo(0, 0);
   }
 
+  var chartsRequested = false;
+  function preloadCharts() {
+    if (chartsRequested || window.Plotly || !window._dashPlotlyJSURL) { return; }
+    chartsRequested = true;
+    var load = function () {
+      if (window.Plotly) { return; }
+      var script = document.createElement("script");
+      script.src = window._dashPlotlyJSURL;
+      script.async = true;
+      document.body.appendChild(script);
+    };
+    if (window.requestIdleCallback) { window.requestIdleCallback(load, { timeout: 3000 }); } else { setTimeout(load, 1000); }
+  }
+
   function scan(root) {
     if (!root || !root.querySelectorAll) { return; }
+    if ((root.matches && root.matches(".preload-charts")) || root.querySelector(".preload-charts")) { preloadCharts(); }
     if (root.matches && root.matches(".redirect[data-href]")) { follow(root); }
     root.querySelectorAll(".redirect[data-href]").forEach(follow);
   }
