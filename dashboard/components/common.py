@@ -248,16 +248,22 @@ def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool 
     return alert("Something went wrong while loading this part of the page.", title="Unexpected error")
 
 
-def invalid_link() -> html.Div:
-    """What a revoked, replaced or mistyped private link shows."""
+def invalid_link(*, missing_key: bool = False) -> html.Div:
+    """What a revoked, replaced or mistyped private link shows; a link without its key says that instead."""
+    if missing_key:
+        title = "This link is missing its key"
+        hint = (
+            "A private link ends with # and a key, and this address has none (it may have been cut off when it was "
+            "copied). Copy the whole link again, or ask the site's owner for it."
+        )
+    else:
+        title = "This link is no longer valid"
+        hint = "The site's owner may have revoked it or replaced it with a new one. Ask them for a current link."
     return html.Div(
         [
             html.Div("⚠", className="empty-icon", **{"aria-hidden": "true"}),
-            html.H3("This link is no longer valid"),
-            html.P(
-                "The site's owner may have revoked it or replaced it with a new one. Ask them for a current link.",
-                className="empty-hint",
-            ),
+            html.H3(title),
+            html.P(hint, className="empty-hint"),
         ],
         className="empty-state invalid-link",
         id="share-invalid",
