@@ -78,6 +78,7 @@ GOALS_FORM_VALUE_FIELDS = "goals-form-value-fields"
 GOALS_FORM_CANCEL_2 = "goals-form-cancel-2"
 GOALS_DATA = "goals-data"  # dcc.Store: the goals of the page shown (for edit and clone)
 GOALS_FORM_PATH_FIELDS = "goals-form-path-fields"
+GOALS_FORM_PATH_PREVIEW = "goals-form-path-preview"  # which recent paths the typed pattern matches
 GOALS_PATH_SUGGESTIONS = "goals-path-suggestions"  # html.Datalist: the site's paths
 GOALS_EVENT_SUGGESTIONS = "goals-event-suggestions"  # html.Datalist: the site's custom event names
 GOALS_FORM_EVENT_FIELDS = "goals-form-event-fields"

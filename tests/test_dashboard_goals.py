@@ -15,7 +15,7 @@ from selenium.webdriver.common.keys import Keys
 
 from dashboard.app import create_dashboard
 from tests.dashboard_data import load_demo
-from tests.dashboard_support import click, sign_in
+from tests.dashboard_support import click, screenshots, sign_in
 from tests.support import make_account, make_site
 
 
@@ -250,4 +250,48 @@ def test_dash_goals004_page_opened_again_is_drawn_with_its_layout(dash_duo, serv
     click(dash_duo, f'[id=\'{{"action":"edit","goal":{goal.goal_id},"type":"goals-action"}}\']')
     wait_visible(dash_duo, "#goals-form")
     assert dash_duo.find_element("#goals-form-name").get_attribute("value") == "Pricing"
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+PATH_ERROR = '[id=\'{"field":"path_pattern","type":"goals-form-error"}\']'
+
+
+def test_dash_goals005_never_matching_patterns_are_refused_beside_the_field_and_matches_previewed(
+    dash_duo, services, api_base, output_dir
+):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={site.site_id}")
+    dash_duo.wait_for_contains_text("#goals-body", "No goals yet", timeout=15)
+    click(dash_duo, "#goals-new")
+    wait_visible(dash_duo, "#goals-form-name")
+    fill(dash_duo, "#goals-form-name", "Pricing")
+
+    # Before saving, the form says which of the site's recent paths (/ and /pricing) the pattern matches.
+    fill(dash_duo, "#goals-form-path", "/pric*")
+    dash_duo.wait_for_contains_text("#goals-form-path-preview", "Matches 1 of the 2 most visited paths", timeout=10)
+    assert dash_duo.find_element("#goals-form-path-preview code").text == "/pricing"
+    fill(dash_duo, "#goals-form-path", "/**")
+    dash_duo.wait_for_contains_text("#goals-form-path-preview", "Matches 2 of the 2", timeout=10)
+    screenshots(dash_duo, output_dir, "goals-form-preview")
+
+    # Patterns that can never match: refused by the API, its hint beside the field, nothing saved.
+    for pattern, words in (
+        ("pricing", "paths start with /; use the path, not the URL"),
+        ("https://shop.example.com/pricing", "a URL, not a path"),
+        ("/a/***", "not a wildcard"),
+    ):
+        fill(dash_duo, "#goals-form-path", pattern)
+        dash_duo.wait_for_contains_text("#goals-form-path-preview", "Matches none", timeout=10)
+        click(dash_duo, "#goals-form-save")
+        dash_duo.wait_for_contains_text(PATH_ERROR, words, timeout=10)
+        if pattern == "pricing":
+            screenshots(dash_duo, output_dir, "goals-form-refused")
+        dash_duo.driver.execute_script(
+            "document.querySelector(arguments[0]).textContent = ''", PATH_ERROR.replace("\\'", "'")
+        )
+    assert services.metadata.all_goals(site.site_id) == []
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
