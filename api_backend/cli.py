@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_server_flags(serve)
     serve.set_defaults(handler=serve_command)
 
-    demo = commands.add_parser("demo", help="create a demo account with 30 days of traffic (first run), then serve")
+    demo = commands.add_parser("demo", help="create a demo account with 60 days of traffic (first run), then serve")
     _add_server_flags(demo)
     demo.set_defaults(handler=demo_command)
 
