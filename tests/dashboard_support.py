@@ -79,3 +79,22 @@ def screenshots(dash_duo, output_dir, name: str, *, widths=WIDTHS, check_fit: bo
             wide = driver.execute_script("return document.documentElement.scrollWidth")
             assert page_fits(dash_duo), f"{name} at {width} px is {wide} px wide"
     driver.set_window_size(widths[0], height)
+
+
+def callback_round_trips(dash_duo) -> int:
+    """Dash callback requests the browser made since this page was opened (resource timing)."""
+    return dash_duo.driver.execute_script(
+        "return performance.getEntriesByType('resource').filter(e => e.name.includes('_dash-update-component')).length;"
+    )
+
+
+def settled(dash_duo, at_least: int = 0, timeout: float = 15) -> int:
+    """Wait until at least ``at_least`` callback round trips were made and none is pending; return their number."""
+    return (
+        wait_until(
+            lambda: (count := callback_round_trips(dash_duo)) >= at_least and dash_duo.redux_state_rqs == [] and count,
+            timeout,
+            "the page's callbacks did not settle",
+        )
+        or 0
+    )

@@ -189,6 +189,8 @@ def test_groups_frame_and_events_frame_for_csv():
     frame = comp.error_groups_frame([group(), group(value="RangeError: bad", name="RangeError", count=8)])
     assert list(frame.columns) == ["error_name", "message", "occurrences", "sessions", "percentage"]
     assert frame["occurrences"].tolist() == [12, 8]
+    shares = comp.error_groups_frame([group(percentage=39.77230995225854), group(percentage=0.04)])["percentage"]
+    assert shares.tolist() == [39.8, 0.0]
     events = comp.error_events_frame([event()], "America/New_York")
     assert events.loc[0, "time"] == "2026-01-15T18:30:05.000-05:00"
     assert events.loc[0, "time_utc"] == "2026-01-15T23:30:05.000+00:00"

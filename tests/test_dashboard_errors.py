@@ -13,7 +13,7 @@ from selenium.webdriver.common.by import By
 
 from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
-from tests.dashboard_support import click, screenshots, sign_in, wait_until
+from tests.dashboard_support import callback_round_trips, click, screenshots, settled, sign_in, wait_until
 from tests.support import make_account, make_site
 
 TYPE_ERROR = "Cannot read properties of undefined (reading 'price')"
@@ -152,7 +152,7 @@ def test_dash_errors002_filtered_groups_csv_and_occurrence_pages(dash_duo, servi
     dash_duo.wait_for_contains_text(".errors-tracking-off", "Error tracking is off", timeout=10)
 
     # The groups CSV holds what the page shows, filters applied.
-    dash_duo.find_element("#errors-groups-csv").click()
+    click(dash_duo, "#errors-groups-csv")
     csv_path = Path(dash_duo.download_path)
     files = wait_until(lambda: [f for f in csv_path.glob("*.csv") if f.stat().st_size > 0])
     frame = pd.read_csv(files[0])
@@ -170,13 +170,6 @@ def test_dash_errors002_filtered_groups_csv_and_occurrence_pages(dash_duo, servi
     click(dash_duo, "#errors-occurrences-prev")
     dash_duo.wait_for_text_to_equal(".occurrences-count", "1–20 of 25", timeout=15)
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
-
-
-def callback_round_trips(dash_duo) -> int:
-    """Dash callback requests the browser made since this page was opened (resource timing)."""
-    return dash_duo.driver.execute_script(
-        "return performance.getEntriesByType('resource').filter(e => e.name.includes('_dash-update-component')).length;"
-    )
 
 
 def bar_titles(dash_duo, index: int) -> list[str]:
@@ -204,7 +197,7 @@ def test_dash_errors003_sparklines_follow_the_list_and_a_reopened_page_draws_it_
     assert hostile[5] == "2026-03-06 00:00: 2" and sum(int(t.rsplit(": ", 1)[1]) for t in hostile) == 2
     # Sessions s0..s9 (page views; the error sessions s0-s4 and s9 are among them).
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
-    first = callback_round_trips(dash_duo)
+    first = settled(dash_duo)
 
     # Opened again: list and strip come with the page's layout, the sparklines (cached) right after.
     dash_duo.driver.get(url)
@@ -212,7 +205,7 @@ def test_dash_errors003_sparklines_follow_the_list_and_a_reopened_page_draws_it_
     assert dash_duo.find_element("#frame-overview-sessions").text == "10"
     wait_until(lambda: bar_titles(dash_duo, 0) == type_error and bar_titles(dash_duo, 1) == hostile)
     # The navbar, the page and the sparklines; the first view also loaded the list and the strip by callbacks.
-    again = wait_until(lambda: callback_round_trips(dash_duo) >= 3 and callback_round_trips(dash_duo))
+    again = settled(dash_duo, at_least=3)
     assert again == 3 and first > again, (first, again)
     assert "Choose an error group" in dash_duo.find_element("#errors-detail").text
     dash_duo.driver.save_screenshot(str(output_dir / "errors-reopened.png"))
@@ -272,7 +265,7 @@ def test_dash_errors004_groups_pager_counts_pages_and_disables_its_ends(dash_duo
     dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 2 of {pages}", timeout=15)
     wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
     # The sparklines are the last of the page's callbacks: once they are drawn, every round trip has been made.
-    fresh = callback_round_trips(dash_duo) - before
+    fresh = settled(dash_duo) - before
     assert parse_qs(urlparse(dash_duo.driver.current_url).query)["page"] == ["2"]
     assert pager_state(dash_duo) == (f"Page 2 of {pages}", expected_total, True, True)
     wait_until(lambda: shown_messages(dash_duo) == ranked[per_page : 2 * per_page])
@@ -297,7 +290,7 @@ def test_dash_errors004_groups_pager_counts_pages_and_disables_its_ends(dash_duo
     click(dash_duo, "#errors-groups .pager-prev")
     dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 1 of {pages}", timeout=15)
     wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
-    cached = callback_round_trips(dash_duo) - before
+    cached = settled(dash_duo) - before
     # The navbar, the page and the sparklines; a page not yet cached also loaded its list by a callback.
     assert (fresh, cached) == (4, 3)
     assert pager_state(dash_duo) == (f"Page 1 of {pages}", expected_total, False, True)

@@ -56,14 +56,14 @@ def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, a
     dash_duo.driver.save_screenshot(str(output_dir / "share-goals.png"))
 
     # Goal sessions, inside the shared view; the URL keeps the key in its fragment so it can be passed on.
-    dash_duo.find_element(f"#goal-row-{pricing.goal_id} a.goal-name").click()
+    click(dash_duo, f"#goal-row-{pricing.goal_id} a.goal-name")
     dash_duo.wait_for_element("#goal-sessions-table", timeout=10)
     assert len(dash_duo.find_elements("#goal-sessions-table td[data-dash-column='channel']")) == 4
     dash_duo.wait_for_contains_text("#share-content", "Sessions that reached", timeout=5)
     assert dash_duo.driver.execute_script("return window.location.hash") == f"#{key}"
     dash_duo.driver.save_screenshot(str(output_dir / "share-sessions.png"))
 
-    dash_duo.find_element("#share-tab-channels").click()
+    click(dash_duo, "#share-tab-channels")
     dash_duo.wait_for_element("#channels-table", timeout=10)
     dash_duo.wait_for_contains_text("#channels-table", "Organic Search", timeout=5)
     dash_duo.driver.save_screenshot(str(output_dir / "share-channels.png"))
@@ -73,9 +73,9 @@ def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, a
     dash_duo.wait_for_element("#channels-table", timeout=10)
     assert "tab=channels" in dash_duo.driver.current_url
 
-    dash_duo.find_element("#share-tab-errors").click()
+    click(dash_duo, "#share-tab-errors")
     dash_duo.wait_for_contains_text("#share-content", MESSAGE, timeout=10)
-    dash_duo.find_element(".error-group:not(.error-group-head)").click()
+    click(dash_duo, ".error-group:not(.error-group-head)")
     dash_duo.wait_for_contains_text("#share-content", "app.js:12:7", timeout=10)
     dash_duo.driver.save_screenshot(str(output_dir / "share-errors.png"))
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []

@@ -396,7 +396,8 @@ def error_groups_frame(groups: Sequence[Any]) -> pd.DataFrame:
                 "message": group.value,
                 "occurrences": int(group.count),
                 "sessions": int(group.session_count),
-                "percentage": float(group.percentage or 0),
+                # Rounded as the page shows it (one decimal), not 39.77230995225854.
+                "percentage": round(float(group.percentage or 0), 1),
             }
             for group in groups
         ],

@@ -359,13 +359,15 @@ def save_countries(n_clicks: int, text: str | None, saved: dict | None, auth: di
     Output(ids.SETTINGS_LINK, "children"),
     Output(ids.SETTINGS_LINK_STATUS, "children"),
     Input(ids.SETTINGS_LINK_GENERATE, "n_clicks"),
-    Input(ids.SETTINGS_LINK_REVOKE, "n_clicks"),
+    Input(ids.SETTINGS_LINK_REGENERATE_CONFIRM, "submit_n_clicks"),
+    Input(ids.SETTINGS_LINK_REVOKE_CONFIRM, "submit_n_clicks"),
     State(ids.SETTINGS_SAVED, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
-def change_link(_generate: int, _revoke: int, saved: dict | None, auth: dict | None) -> tuple:
-    """Generate (or replace) the private link, or revoke it; the panel shows the result at once."""
+def change_link(_generate: int, _regenerate: int, _revoke: int, saved: dict | None, auth: dict | None) -> tuple:
+    """Generate the private link, or (once confirmed in the browser) replace or revoke it; the panel shows the
+    result at once."""
     # The panel's buttons are re-created with n_clicks=0 after each change; only a real click acts.
     if not saved or not ctx.triggered or not ctx.triggered[0].get("value"):
         raise PreventUpdate
@@ -374,7 +376,7 @@ def change_link(_generate: int, _revoke: int, saved: dict | None, auth: dict | N
     api = session.api_for(auth)
     site_id = saved["siteId"]
     try:
-        if ctx.triggered_id == ids.SETTINGS_LINK_GENERATE:
+        if ctx.triggered_id in (ids.SETTINGS_LINK_GENERATE, ids.SETTINGS_LINK_REGENERATE_CONFIRM):
             key = api.generate_private_link(site_id)
             message = alert("A new private link is active. Any older link stopped working.", "success")
         else:

@@ -149,7 +149,7 @@ def _channels(api: Any, view: ViewState) -> Any:
     goals = session.all_goals(api, view)
     if not goals:
         return channel_ui.no_goals(None)
-    goal = next((g for g in goals if g.goal_id == view.goal), goals[0])
+    goal = channel_ui.default_goal(goals, view.goal)
     ranking = session.cached_call(api, "channel_ranking", view.site_id, goal.goal_id, view.query())
     picker = dcc.Dropdown(
         id=ids.SHARE_CHANNELS_GOAL,
