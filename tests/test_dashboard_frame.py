@@ -9,6 +9,7 @@ import httpx
 import pytest
 from dash.testing.wait import until
 from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
 
 from dashboard.app import create_dashboard
 from tests.dashboard_support import click, sign_in
@@ -162,6 +163,7 @@ def test_dash_frame005_someone_elses_site_is_not_shown(dash_duo, services, api_b
     sign_in(dash_duo, "stranger@example.com", expect_sites=False)
     dash_duo.wait_for_contains_text("#sites-list", "not in any organization", timeout=10)
     dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={site.site_id}")
-    dash_duo.wait_for_contains_text("#goals-body", "Not found", timeout=10)
-    dash_duo.wait_for_contains_text("#frame-overview-body", "Not found", timeout=10)
+    # One message instead of the page (no second box in the strip, no controls around it).
+    dash_duo.wait_for_contains_text("#site-not-found", "Site not found", timeout=10)
+    assert dash_duo.driver.find_elements(By.CSS_SELECTOR, "#frame-overview-body, #goals-body") == []
     assert "shop.example.com" not in dash_duo.find_element("body").text

@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import dash
 import pandas as pd
 from dash import dash_table, dcc, html
 
@@ -29,6 +30,7 @@ __all__ = [
     "format_number",
     "format_percent",
     "invalid_link",
+    "site_not_found",
     "loading",
     "page_header",
     "redirect",
@@ -246,6 +248,21 @@ def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool 
     if isinstance(exc, APIError):
         return alert(exc.message, title="The request failed")
     return alert("Something went wrong while loading this part of the page.", title="Unexpected error")
+
+
+def site_not_found() -> html.Div:
+    """A page for a site that does not exist or is not the person's: one message and the way back, no controls."""
+    return html.Div(
+        html.Div(
+            [
+                alert("It may have been deleted, or you have no access to it.", "warning", title="Site not found"),
+                dcc.Link("‹ Choose one of your sites", href=dash.get_relative_path("/sites"), className="button"),
+            ],
+            id="site-not-found",
+            className="stack",
+        ),
+        className="page page-narrow",
+    )
 
 
 def invalid_link(*, missing_key: bool = False) -> html.Div:

@@ -44,6 +44,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/channels", query)
     if gate is not None:
         return gate
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     picker = dcc.Dropdown(
         id=ids.CHANNELS_GOAL,
         options=[],

@@ -54,6 +54,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/errors", query)
     if gate is not None:
         return gate
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     # Groups already in the response cache are drawn right here (their sparklines load next); otherwise the
     # ids.ERRORS_GROUPS_LOAD store makes a callback load them.
     groups_body, messages = _cached_groups(auth, view)

@@ -82,6 +82,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/goals", query)
     if gate is not None:
         return gate
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     sort_value = view.sort if view.sort in goal_ui.SORT_OPTIONS else "createdAt"
     order_value = view.order or "desc"
     # With the goals (and the overview) of this view already cached, the page is drawn complete right here;

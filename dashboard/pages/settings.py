@@ -60,7 +60,10 @@ def _link_panel(url: str | None) -> html.Div:
 
 
 def _save_button(component_id: str, label: str, *, hidden: bool) -> html.Button:
-    return html.Button(label, id=component_id, n_clicks=0, hidden=hidden, className="button button-primary")
+    # data-saves: a click counts as saving for the unsaved-changes guard (assets/sitelens.js).
+    return html.Button(
+        label, id=component_id, n_clicks=0, hidden=hidden, className="button button-primary", **{"data-saves": "1"}
+    )
 
 
 def _settings_body(site: Any, ips: list[str], countries: list[str], link_url: str | None) -> list[Any]:
@@ -182,6 +185,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view = parse_view(raw, default_zone=browser_zone)
     if view.site_id is None:
         return redirect(dash.get_relative_path("/sites"), "Choose a site")
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     from api_client import APIError
 
     api = session.api_for(auth)
@@ -200,6 +206,8 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             html.Div(_settings_body(site, ips, countries, _share_url(site.site_id, key)), id=ids.SETTINGS_BODY),
         ],
         className="page settings-page",
+        # Typing here and leaving without saving asks first (assets/sitelens.js).
+        **{"data-unsaved-guard": "1"},
     )
 
 
