@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench serve clean browser postgres
+.PHONY: demo test lint bench serve clean browser postgres fuzz
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ test: $(STAMP) browser postgres
 	$(BIN)/ruff check api_backend api_client dashboard tests
 	if pg_isready -q -h 127.0.0.1 2>/dev/null; then export TEST_POSTGRES_URL="$(PG_TEST_URL)"; fi; \
 		$(BIN)/python -m pytest -q
+
+# Schemathesis, every phase and check, against the app served on loopback with a seeded site (a short run is
+# part of `make test`). FUZZ_EXAMPLES sets the examples per operation.
+FUZZ_EXAMPLES ?= 100
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz --max-examples $(FUZZ_EXAMPLES)
 
 lint: $(STAMP)
 	$(BIN)/ruff check api_backend api_client dashboard tests

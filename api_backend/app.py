@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api_backend.docs import install_docs
 from api_backend.errors import (
     APIError,
     FieldError,
@@ -25,14 +24,16 @@ from api_backend.errors import (
     UnsupportedMediaTypeError,
     error_body,
 )
+from api_backend.guards import FaultGuard, SecurityHeaders, fault_response, log_fault
+from api_backend.openapi import install_openapi
 from api_backend.routes import ROUTERS
 from api_backend.routes.track import track, track_batch
 from api_backend.services import Services, open_services
 from api_backend.settings import Settings
+from api_backend.throttle import LoginThrottle
 
 __all__ = ["create_app"]
 
-log = logging.getLogger("sitelens")
 
 KIB = 1024
 BODY_LIMITS = {"/api/track": 64 * KIB, "/api/track/batch": 5 * KIB * KIB}
@@ -168,10 +169,8 @@ class TrackFastPath:
             response = await handler(Request(scope, receive))
         except APIError as exc:
             response = _json_error(exc)
-        except Exception:
-            request_id = uuid.uuid4().hex
-            log.exception("request %s failed (POST %s)", request_id, scope["path"])
-            response = _json_error(APIError("Internal server error."), request_id)
+        except Exception as exc:
+            response = fault_response(log_fault(exc, "POST", scope["path"]))
         await response(scope, receive, send)
 
 
@@ -206,34 +205,40 @@ def _install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404:
             return _json_error(NotFoundError(f"No route {request.url.path}."))
         if exc.status_code == 405:
-            return _json_error(MethodNotAllowedError(f"{request.method} is not allowed on {request.url.path}."))
+            allow = (exc.headers or {}).get("Allow", "")
+            error = MethodNotAllowedError(
+                f"{request.method} is not allowed on {request.url.path}.",
+                allow=[m.strip() for m in allow.split(",") if m.strip()],
+            )
+            return _json_error(error)
         if exc.status_code == 400:
             return _json_error(InvalidRequestError(str(exc.detail)))
         return JSONResponse(error_body(str(exc.detail), "INTERNAL_ERROR"), status_code=exc.status_code)
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        request_id = uuid.uuid4().hex
-        log.exception("request %s failed (%s %s)", request_id, request.method, request.url.path)
-        return _json_error(APIError("Internal server error."), request_id)
 
 
 def _unknown_api_route(app: FastAPI) -> Callable[[Request], Awaitable[Any]]:
     async def handler(request: Request) -> Any:
         scope = dict(request.scope)
-        for route in app.router.routes:
-            if getattr(route, "path", "") == "/api/{rest:path}":
-                continue
-            match, _ = route.matches(scope | {"method": "__NONE__"})
-            if match is Match.PARTIAL:
-                raise MethodNotAllowedError(f"{request.method} is not allowed on {request.url.path}.")
+        # Neither this catch-all nor the dashboard mounted at "/" (path "") says anything about an /api path.
+        routes = [r for r in app.router.routes if getattr(r, "path", None) not in ("/api/{rest:path}", "")]
+        # Which methods would this path answer? Asked method by method, as included routers do not list theirs.
+        allowed = [
+            method
+            for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+            if any(route.matches(scope | {"method": method})[0] is Match.FULL for route in routes)
+        ]
+        if allowed:
+            raise MethodNotAllowedError(f"{request.method} is not allowed on {request.url.path}.", allow=allowed)
         raise NotFoundError(f"No route {request.method} {request.url.path}.")
 
     return handler
 
 
-def create_app(settings: Settings, services: Services | None = None, *, dashboard: bool = False) -> FastAPI:
-    """Build the sitelens app on ``settings`` (or on already-open ``services``, which the caller then closes)."""
+def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
+    """Build the sitelens API on ``settings`` (or on already-open ``services``, which the caller then closes).
+
+    The dashboard is mounted beside it by ``sitelens.mount``, which depends on both.
+    """
     owns_services = services is None
     services = services or open_services(settings)
 
@@ -248,26 +253,28 @@ def create_app(settings: Settings, services: Services | None = None, *, dashboar
         version="0.1.0",
         summary="Web analytics: ingestion, goals, sessions, errors, usage, channels, sites and sharing.",
         openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
     )
     app.state.services = services
+    app.state.login_throttle = LoginThrottle(per_source=settings.login_attempts_per_ip)
     _install_error_handlers(app)
+    install_docs(app, "/api/openapi.json")
     for router in ROUTERS:
         app.include_router(router, prefix="/api")
     app.add_api_route(
         "/api/{rest:path}",
         _unknown_api_route(app),
-        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
         include_in_schema=False,
     )
+    install_openapi(app)
     # Added first = innermost: the fast path runs inside the body and CORS guards.
     app.add_middleware(TrackFastPath)
     app.add_middleware(BodyGuard)
     app.add_middleware(TrackerCORS)
-    if dashboard:
-        from api_backend.dashboard_mount import mount_dashboard
-
-        mount_dashboard(app, settings)
+    # Outermost of ours: an unexpected fault anywhere inside gets the contract's 500 on a usable connection.
+    app.add_middleware(FaultGuard)
+    app.add_middleware(SecurityHeaders)
     return app

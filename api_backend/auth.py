@@ -10,7 +10,8 @@ contract lives here and nowhere else:
     ADMIN    401                                  403      yes
 
 A signed-in caller with no membership in the site's organization gets 404 (unless the read is
-allowed through the public flag or a private link key), so existence is never revealed.
+allowed through the public flag or a private link key), and a caller without a credential gets 401 for a
+missing site as for a private one, so existence is never revealed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from fastapi import Depends, Header, Request
 
 from api_backend.errors import AuthenticationRequiredError, ForbiddenError, NotFoundError
 from api_backend.services import Services
+from api_backend.sites import check_site_key
 from api_backend.store.models import Organization, Site, User
 
 __all__ = [
@@ -125,6 +127,9 @@ def authorize_site(services: Services, principal: Principal, site_key: str, leve
     """Apply the role matrix to one site (by integer ``siteId`` or string ``id``)."""
     site = services.metadata.site(site_key)
     if site is None:
+        # Without a credential a missing site looks like a private one, so ids cannot be probed for existence.
+        if principal.user is None:
+            raise AuthenticationRequiredError()
         raise NotFoundError("Site not found.")
     role = services.metadata.role_in(principal.user.id, site.organization_id) if principal.user else None
     if role is not None:
@@ -159,7 +164,7 @@ def site_access(level: Access):
         services: Annotated[Services, Depends(get_services)],
         principal: Annotated[Principal, Depends(get_principal)],
     ) -> SiteAccess:
-        return authorize_site(services, principal, site_id, level)
+        return authorize_site(services, principal, check_site_key(site_id), level)
 
     return dependency
 

@@ -1,18 +1,21 @@
-"""The ``sitelens`` command: serve the API and dashboard, run the demo, administer accounts, seed traffic.
+"""The server side of the ``sitelens`` command: administer accounts, seed traffic, prepare the demo.
 
-    sitelens serve [--host H] [--port P] [--data-dir DIR]
-    sitelens demo [--host H] [--port P] [--data-dir DIR]
-    sitelens dashboard [--host H] [--port P]                    (needs SITELENS_API_URL; port 8050)
     sitelens admin create-user --email E --password P
     sitelens admin create-org --name N --owner-email E
     sitelens admin add-member --org ORG_ID --email E --role owner|admin|member
     sitelens admin create-site --org ORG_ID --domain D [--name N] [--public]
     sitelens admin create-api-key --email E [--name N]
     sitelens seed --site SITE_ID --events N [--days D] [--seed S] [--now ISO]
+    sitelens clickhouse-schema [--cluster NAME] [--database NAME]
+    sitelens migrate-events --to URL [--site ID] [--data-dir DIR]
 
 ``admin`` and ``seed`` print exactly one JSON object on stdout and exit 0, or print a one-line error on
 stderr and exit non-zero. Admin commands open only the metadata database, never the DuckDB event file,
 so they work while a server holds the event store's lock.
+
+The commands that serve (``serve``, ``demo``, ``dashboard``) need the dashboard too, so they live in ``sitelens.cli``,
+which adds them to this parser through ``build_parser(add_commands)``; ``api_backend`` itself never imports the
+dashboard.
 """
 
 from __future__ import annotations
@@ -22,18 +25,26 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TextIO
 
 from api_backend.errors import APIError
 from api_backend.settings import Settings, SettingsError, load_settings
 
-__all__ = ["CommandError", "build_parser", "main"]
+__all__ = [
+    "CommandError",
+    "add_server_flags",
+    "build_parser",
+    "display_host",
+    "env_setting",
+    "main",
+    "parse_port",
+    "prepare_demo",
+    "server_settings",
+]
 
 PROG = "sitelens"
-# The dashboard alone defaults to another port than the API so both can run on one machine.
-DASHBOARD_PORT = 8050
 
 
 class CommandError(Exception):
@@ -67,7 +78,8 @@ def _non_negative_int(raw: str) -> int:
     return value
 
 
-def _port(raw: str) -> int:
+def parse_port(raw: str) -> int:
+    """A TCP port number from a command-line flag."""
     value = _positive_int(raw)
     if value > 65535:
         raise argparse.ArgumentTypeError(f"{raw!r} must be between 1 and 65535")
@@ -297,50 +309,37 @@ def seed_command(args: argparse.Namespace) -> dict[str, Any]:
 # Servers -----------------------------------------------------------------------------------------
 
 
-def _run_server(settings: Settings, host: str, port: int) -> None:
-    import uvicorn
-
-    from api_backend.app import create_app
-
-    app = create_app(settings, dashboard=True)
-    shown = f"http://{_display_host(host)}:{port}"
-    print(f"sitelens is serving on {shown}/ (API under {shown}/api)", flush=True)
-    # Errors are logged either way; a line per request is opt-in, as it costs the busiest route a third of its speed.
-    uvicorn.run(app, host=host, port=port, workers=1, access_log=settings.access_log)
+def server_settings(args: argparse.Namespace) -> Settings:
+    """The settings of a serving command: the environment, overridden by ``--host``, ``--port`` and ``--data-dir``."""
+    return _settings(args, host=args.host, port=args.port)
 
 
-def serve_command(args: argparse.Namespace) -> None:
-    """Serve the API under /api and the dashboard at / in one process."""
-    settings = _settings(args, host=args.host, port=args.port)
-    _run_server(settings, settings.host, settings.port)
-
-
-def _display_host(host: str) -> str:
+def display_host(host: str) -> str:
     """The host part of a URL a browser can open for a bind address (wildcards become loopback)."""
     host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def demo_command(args: argparse.Namespace) -> None:
-    """Create (first run) or reuse the demo account and traffic, print how to sign in, then serve."""
+def prepare_demo(args: argparse.Namespace) -> Settings:
+    """Create (first run) or reuse the demo account and traffic, print how to sign in; the settings to serve with."""
     from api_backend.demo import DEMO_EVENTS, format_summary, setup_demo
 
-    settings = _settings(args, host=args.host, port=args.port)
+    settings = server_settings(args)
     services = _open_event_services(settings)
     bar = ProgressBar(DEMO_EVENTS, label="demo traffic")
     try:
         summary = setup_demo(
-            services, base_url=f"http://{_display_host(settings.host)}:{settings.port}", progress=bar.update
+            services, base_url=f"http://{display_host(settings.host)}:{settings.port}", progress=bar.update
         )
     finally:
         if bar.done:
             bar.close()
         services.close()
     print(format_summary(summary), flush=True)
-    _run_server(settings, settings.host, settings.port)
+    return settings
 
 
-def _env_setting(name: str, override: Any = None) -> Any:
+def env_setting(name: str, override: Any = None) -> Any:
     """One setting from the environment, checked like ``load_settings`` does, without touching the data folder."""
     from api_backend.settings import SETTINGS
 
@@ -354,25 +353,13 @@ def _env_setting(name: str, override: Any = None) -> Any:
         raise CommandError(f"{setting.env_var}={raw!r} {exc}") from None
 
 
-def dashboard_command(args: argparse.Namespace) -> None:
-    """Serve only the dashboard, talking to the API at ``SITELENS_API_URL`` (no data folder needed)."""
-    api_url = _env_setting("api_url")
-    if not api_url:
-        raise CommandError("SITELENS_API_URL must be set to the API root, e.g. http://127.0.0.1:8000/api")
-    host = _env_setting("host", args.host)
-    port = args.port or DASHBOARD_PORT
-    from dashboard.app import serve_dashboard
-
-    print(f"sitelens dashboard on http://{_display_host(host)}:{port}/ using {api_url}", flush=True)
-    serve_dashboard(api_url=api_url, host=host, port=port)
-
-
 # Parser ------------------------------------------------------------------------------------------
 
 
-def _add_server_flags(parser: argparse.ArgumentParser) -> None:
+def add_server_flags(parser: argparse.ArgumentParser) -> None:
+    """``--host``, ``--port`` and ``--data-dir`` of a serving command."""
     parser.add_argument("--host", help="address to listen on (default: $SITELENS_HOST or 127.0.0.1)")
-    parser.add_argument("--port", type=_port, help="port to listen on (default: $SITELENS_PORT or 8000)")
+    parser.add_argument("--port", type=parse_port, help="port to listen on (default: $SITELENS_PORT or 8000)")
     _add_data_dir(parser)
 
 
@@ -380,23 +367,12 @@ def _add_data_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="data folder (default: $SITELENS_DATA_DIR, then ./data)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``sitelens`` command."""
+def build_parser(add_commands: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``sitelens`` command; ``add_commands(subparsers)`` adds commands listed first."""
     parser = _Parser(prog=PROG, description="sitelens: web analytics you can trust, on one machine.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, required=True)
-
-    serve = commands.add_parser("serve", help="serve the API under /api and the dashboard at /")
-    _add_server_flags(serve)
-    serve.set_defaults(handler=serve_command)
-
-    demo = commands.add_parser("demo", help="create a demo account with 60 days of traffic (first run), then serve")
-    _add_server_flags(demo)
-    demo.set_defaults(handler=demo_command)
-
-    dashboard = commands.add_parser("dashboard", help="serve only the dashboard against $SITELENS_API_URL")
-    dashboard.add_argument("--host", help="address to listen on (default: $SITELENS_HOST or 127.0.0.1)")
-    dashboard.add_argument("--port", type=_port, help=f"port to listen on (default: {DASHBOARD_PORT})")
-    dashboard.set_defaults(handler=dashboard_command)
+    if add_commands is not None:
+        add_commands(commands)
 
     admin = commands.add_parser("admin", help="manage users, organizations, sites and API keys")
     admin_commands = admin.add_subparsers(dest="admin_command", metavar="ACTION", parser_class=_Parser, required=True)
@@ -445,12 +421,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_data_dir(seed)
     seed.set_defaults(handler=seed_command, prints_json=True)
+
+    from api_backend.clickhouse_admin import add_clickhouse_commands
+
+    add_clickhouse_commands(commands, _add_data_dir)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``sitelens`` console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    """Run one command of ``parser`` (default: the server-side commands alone); returns the exit status."""
+    args = (parser or build_parser()).parse_args(argv)
     try:
         result = args.handler(args)
     except CommandError as exc:

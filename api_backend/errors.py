@@ -109,6 +109,14 @@ class MethodNotAllowedError(APIError):
     code = "METHOD_NOT_ALLOWED"
     default_message = "This method is not allowed on this route."
 
+    def __init__(self, message: str | None = None, allow: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.allow = allow or []
+
+    def headers(self) -> dict[str, str]:
+        """``Allow`` lists the methods the route answers (RFC 9110 requires it on a 405)."""
+        return {"Allow": ", ".join(self.allow)} if self.allow else {}
+
 
 class ConflictError(APIError):
     status = 409

@@ -22,6 +22,7 @@ from typing import Any
 
 from api_backend.errors import FieldError, InvalidRequestError
 from api_backend.formats import iso_utc
+from api_backend.query.filters import encodable
 from api_backend.store.models import Goal
 
 __all__ = ["GOAL_TYPES", "PATH_HINT", "goal_json", "path_pattern_problem", "validate_goal_body"]
@@ -98,10 +99,33 @@ def _property_filters(config: dict[str, Any], errors: list[FieldError]) -> list[
     return result
 
 
+def _unstorable_text(value: Any, where: str) -> str | None:
+    """The path of the first string (key or value) holding a lone surrogate, which no database can store."""
+    if isinstance(value, str):
+        return None if encodable(value) else where
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{where}.{key}" if where else str(key)
+            if not encodable(str(key)):
+                return where or "body"
+            found = _unstorable_text(item, path)
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _unstorable_text(item, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
 def validate_goal_body(body: Any) -> tuple[str | None, str, dict[str, Any]]:
     """``(name, goal_type, config)`` of a valid body; otherwise 400 listing every bad field."""
     if not isinstance(body, dict):
         raise InvalidRequestError.for_field("body", "must be a JSON object {name, goalType, config}")
+    bad_text = _unstorable_text(body, "")
+    if bad_text:
+        raise InvalidRequestError.for_field(bad_text, "must be valid UTF-8 text (no lone surrogates)")
     errors: list[FieldError] = []
     name = body.get("name")
     if name is not None and not isinstance(name, str):

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from api_backend.ingest.pipeline import Ingestor
-from api_backend.query.results import ResultCache
-from api_backend.query.rollups import GoalsRollupCache
+from api_backend.read import EventReader
 from api_backend.settings import Settings
-from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
 from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
+from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter, VisibleEventStore
 
 __all__ = ["Services", "open_services"]
@@ -27,13 +25,14 @@ class Services:
     events: EventStore
     writer: BatchWriter
     ingestor: Ingestor
-    read_results: ResultCache = field(default_factory=ResultCache)
-    goals_rollups: GoalsRollupCache = field(default_factory=GoalsRollupCache)
+    reader: EventReader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reader = EventReader(self.events)
 
     def forget_cached_reads(self) -> None:
         """Drop every cached read result: after a site's deletion its id may be given to a new site."""
-        self.read_results.clear()
-        self.goals_rollups.clear()
+        self.reader.forget()
 
     def close(self) -> None:
         """Commit queued events, then release both stores."""
@@ -45,13 +44,11 @@ class Services:
 
 def open_services(settings: Settings) -> Services:
     """Open the stores named by ``settings`` (applying metadata migrations) and start the writer."""
-    if not settings.events_url.startswith("duckdb://"):
-        raise ValueError(f"unsupported events URL {settings.events_url!r}")
     metadata = MetadataStore(settings.database_url)
-    store = DuckDBEventStore(settings.events_path, memory_limit=settings.duckdb_memory_limit)
-    # Events are acknowledged once in the synced event log beside the database, and copied into it in bulk. A log
+    store, log_dir = open_event_store(settings)
+    # Events are acknowledged once in the synced event log beside the store, and copied into it in bulk. A log
     # append costs a fraction of a millisecond, so it needs no linger: what arrives during one sync is the next group.
-    event_log = None if store.path == ":memory:" else EventLog(Path(store.path).with_suffix(".eventlog"))
+    event_log = None if log_dir is None else EventLog(log_dir)
     writer = BatchWriter(
         store,
         log=event_log,

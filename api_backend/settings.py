@@ -57,6 +57,17 @@ def _parse_url(*schemes: str) -> Callable[[str], str]:
     return parse
 
 
+def _parse_events_url(raw: str) -> str:
+    from api_backend.store.open import parse_events_url
+
+    if raw:
+        try:
+            parse_events_url(raw)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+    return raw
+
+
 def _parse_optional_path(raw: str) -> str:
     if raw and not Path(raw).is_file():
         raise SettingsError(f"no file at {raw}")
@@ -108,9 +119,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "events_url",
-        _parse_url("duckdb"),
+        _parse_events_url,
         "",
-        "Event store URL. Empty: `duckdb:///<data dir>/events.duckdb`.",
+        "Event store URL: `duckdb:///path`, `clickhouse://user:password@host:8123/database` (`clickhouses://` for "
+        "HTTPS) or `chdb:///abs/path[?database=NAME]`. Empty: `duckdb:///<data dir>/events.duckdb`.",
     ),
     Setting(
         "secret_key",
@@ -157,6 +169,24 @@ SETTINGS: tuple[Setting, ...] = (
         "false",
         "Log one line per HTTP request from `sitelens serve` (costs about a third of single-event throughput).",
     ),
+    Setting(
+        "request_timeout",
+        _parse_positive_int,
+        "30",
+        "Seconds a client has to send a whole request (headers and body) before `sitelens serve` closes it.",
+    ),
+    Setting(
+        "keep_alive_timeout",
+        _parse_positive_int,
+        "5",
+        "Seconds `sitelens serve` keeps an idle keep-alive connection open between requests.",
+    ),
+    Setting(
+        "login_attempts_per_ip",
+        _parse_positive_int,
+        "30",
+        "Failed sign-ins one address may make in 15 minutes, over all emails, before it gets 429.",
+    ),
 )
 
 
@@ -177,6 +207,9 @@ class Settings:
     login_token_days: int = 30
     trust_proxy: bool = False
     access_log: bool = False
+    request_timeout: int = 30
+    keep_alive_timeout: int = 5
+    login_attempts_per_ip: int = 30
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property

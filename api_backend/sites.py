@@ -13,6 +13,9 @@ from api_backend.store.models import Site
 __all__ = [
     "BOOLEAN_CONFIG_FIELDS",
     "CONFIG_FIELDS",
+    "SITE_KEY_MESSAGE",
+    "check_site_key",
+    "is_site_key",
     "normalize_domain",
     "site_config_json",
     "site_json",
@@ -36,6 +39,10 @@ CONFIG_FIELDS: dict[str, str] = {
     "excludedIPs": "excluded_ips",
     "excludedCountries": "excluded_countries",
 }
+# A site is named by its siteId (ASCII digits) or its random string id (ASCII letters and digits): anything
+# else, such as "²" or Arabic-Indic digits that str.isdigit() accepts, names no site and is refused as such.
+_SITE_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SITE_KEY_MESSAGE = "must be the numeric siteId (ASCII digits) or the site's string id"
 MAX_EXCLUDED_IPS = 100
 MAX_EXCLUDED_COUNTRIES = 250
 
@@ -44,9 +51,10 @@ _DOMAIN = re.compile(rf"^(?:{_LABEL}\.)+[^\W\d_]{{2,}}$")
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 
 
-def site_json(site: Site, *, is_owner: bool) -> dict[str, Any]:
-    """The Site object of the contract."""
-    return {
+def site_json(site: Site, *, is_owner: bool, member: bool = True) -> dict[str, Any]:
+    """The Site object of the contract; a reader who is not a member (public or private link) does not see who
+    created the site or which organization holds it."""
+    data = {
         "id": site.id,
         "siteId": site.site_id,
         "name": site.name,
@@ -58,6 +66,9 @@ def site_json(site: Site, *, is_owner: bool) -> dict[str, Any]:
         "isOwner": is_owner,
         **{api: bool(getattr(site, column)) for api, column in BOOLEAN_CONFIG_FIELDS.items()},
     }
+    if not member:
+        del data["createdBy"], data["organizationId"]
+    return data
 
 
 def site_config_json(site: Site) -> dict[str, Any]:
@@ -66,6 +77,18 @@ def site_config_json(site: Site) -> dict[str, Any]:
     config["excludedIPs"] = list(site.excluded_ips or [])
     config["excludedCountries"] = list(site.excluded_countries or [])
     return config
+
+
+def is_site_key(value: str) -> bool:
+    """True when ``value`` has the shape of a siteId or a string site id."""
+    return _SITE_KEY.fullmatch(value) is not None
+
+
+def check_site_key(value: str, field: str = "site_id") -> str:
+    """``value`` when it has the shape of a site key, else 400 naming ``field``."""
+    if not is_site_key(value):
+        raise InvalidRequestError.for_field(field, SITE_KEY_MESSAGE)
+    return value
 
 
 def normalize_domain(raw: Any) -> str:

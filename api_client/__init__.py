@@ -1,5 +1,17 @@
 """sitelens Python SDK: a typed client for the read and admin API, and the server-side tracker."""
 
+from api_client.activity import (
+    LivePage,
+    LiveVisitors,
+    OverviewComparison,
+    SeriesComparison,
+    Session,
+    SessionDetail,
+    SessionPage,
+    TimelineItem,
+    UserProfile,
+    UserTotals,
+)
 from api_client.client import AnalyticsAPI, wilson_interval
 from api_client.errors import (
     APIConnectionError,
@@ -82,6 +94,17 @@ __all__ = [
     "Site",
     "SiteConfig",
     "UsageRow",
+    # activity models
+    "LivePage",
+    "LiveVisitors",
+    "OverviewComparison",
+    "SeriesComparison",
+    "Session",
+    "SessionDetail",
+    "SessionPage",
+    "TimelineItem",
+    "UserProfile",
+    "UserTotals",
     # tracker
     "AsyncTracker",
     "TrackResult",

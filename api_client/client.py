@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import httpx
 import pydantic
 
+from api_client.activity_reads import ActivityReads
 from api_client.errors import APIConnectionError, APIError, NotFoundError, error_from_response
 from api_client.models import (
     ApiKeyInfo,
@@ -57,6 +58,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000/api"
 USER_AGENT = "sitelens-api-client/0.1"
 # z for a two-sided 95% interval.
 Z_95 = 1.959963984540054
+# Fewer sessions than this and a breakdown row is ``small_sample`` (the same threshold as the server's).
 SMALL_SAMPLE = 30
 GOALS_PAGE_MAX = 100
 METRIC_PAGE_MAX = 1000
@@ -88,7 +90,11 @@ M = TypeVar("M", bound=pydantic.BaseModel)
 
 
 def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion ``successes / trials`` (95% by default); ``(0, 1)`` for no trials."""
+    """The Wilson score interval of a proportion ``successes / trials`` (95% by default); ``(0, 1)`` for no trials.
+
+    No trials say nothing about the proportion, so the interval is the whole range. The server's breakdown route
+    computes the same interval; a test holds the two equal.
+    """
     if trials <= 0:
         return 0.0, 1.0
     p = successes / trials
@@ -151,7 +157,7 @@ def _rank(rows: Iterable[BreakdownRow]) -> list[BreakdownRow]:
     return sorted(rows, key=lambda row: (-row.conversion_rate, -row.sessions, row.value))
 
 
-class AnalyticsAPI:
+class AnalyticsAPI(ActivityReads):
     """Typed client for the sitelens read and admin API (contract sections 2, 4 and 5).
 
     Args:
@@ -501,10 +507,21 @@ class AnalyticsAPI:
         return self._parse_list(GoalSession, self._rows(body), "goal session")
 
     def goal_breakdown(
-        self, site_id: int | str, goal_id: int, parameter: str = "channel", query: Query | None = None
+        self,
+        site_id: int | str,
+        goal_id: int,
+        parameter: str = "channel",
+        query: Query | None = None,
+        *,
+        page: int | None = None,
+        limit: int | None = None,
     ) -> Breakdown:
-        """A goal's sessions, conversions, rate and 95% Wilson interval per value of ``parameter``."""
-        params = self._params(query, parameter=parameter)
+        """A goal's sessions, conversions, rate and 95% Wilson interval per value of ``parameter``.
+
+        Values come in pages, best rate first: ``page`` (1-based) and ``limit`` (1 to 1000, the server's
+        default); ``total_count`` of the result counts the values of all pages.
+        """
+        params = self._params(query, parameter=parameter, page=page, limit=limit)
         body = self._get(f"{self._site(site_id)}/goals/{_segment(goal_id)}/breakdown", params)
         meta = self._field(body, "meta")
         return self._parse(
@@ -515,6 +532,7 @@ class AnalyticsAPI:
                 "total_conversions": self._field(meta, "total_conversions"),
                 "goal_id": meta.get("goalId", goal_id),
                 "parameter": meta.get("parameter", parameter),
+                "total_count": body.get("totalCount"),
             },
             "goal breakdown",
         )

@@ -243,13 +243,14 @@ class BreakdownRow(APIModel):
 
 
 class Breakdown(APIModel):
-    """A goal's conversions per value of one parameter, best rate first, with the window's totals."""
+    """One page of a goal's conversions per value of one parameter, best rate first, with the window's totals."""
 
     rows: list[BreakdownRow]
     total_sessions: int
     total_conversions: int
     goal_id: int | None = None
     parameter: str | None = None
+    total_count: int | None = None  # distinct values in all pages (None from a server that does not page)
 
 
 class ErrorName(APIModel):

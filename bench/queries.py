@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
 import httpx
 
 from api_backend.formats import iso_utc
+from api_backend.query.dialect import DUCKDB
 from api_backend.query.errors import build_error_names_query, build_error_series_query
 from api_backend.query.funnels import build_funnel_query
 from api_backend.query.goals import (
@@ -31,7 +32,6 @@ from api_backend.query.goals import (
 from api_backend.query.metric import build_metric_query
 from api_backend.query.overview import build_overview_query, build_overview_series_query
 from api_backend.query.scope import Scope
-from api_backend.query.sql import DUCKDB
 from api_backend.query.usage import build_usage_query
 from api_backend.query.window import Window
 from api_backend.routes.read_params import ReadParams
@@ -82,6 +82,12 @@ class ReadContext:
     time_zone: str = "UTC"
     top_error: str = ""
     channels: list[str] = field(default_factory=list)
+    http_clickhouse_store: httpx.Client | None = None  # the same API served on the ClickHouse event store
+
+    def on_clickhouse_store(self) -> ReadContext:
+        """This context with its HTTP calls going to the server whose events live in ClickHouse."""
+        assert self.http_clickhouse_store is not None, "no server on the ClickHouse store"
+        return replace(self, http=self.http_clickhouse_store)
 
     # -- shared pieces ------------------------------------------------------------------------------------------
     @property

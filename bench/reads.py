@@ -4,7 +4,9 @@ ClickHouse, interleaved run by run so that noise from the shared machine hits th
 
 from __future__ import annotations
 
+import os
 import shutil
+import sqlite3
 import subprocess
 import time
 from collections.abc import Callable
@@ -148,6 +150,7 @@ def run_reads(
     duck = DuckDBEventStore(direct_path, memory_limit=getattr(settings, "duckdb_memory_limit", None) or None)
     duck_rows = duck.count()
     server = ServerProcess(data_dir).start()
+    ch_server: ServerProcess | None = None
     result: dict[str, Any] = {
         "events": size,
         "seeding": seeding,
@@ -165,6 +168,10 @@ def run_reads(
         client = httpx.Client(base_url=server.api_url, headers=account.headers, timeout=600)
         goals = _create_goals(client, account.site_id)
         account.goals = {name: goal_id for goal_id, name, _, _ in goals}
+        log("  copying the events into a ClickHouse store (`sitelens migrate-events`) and serving it")
+        ch_server, result["clickhouse_store_load"] = start_clickhouse_store(data_dir, direct_path, work_dir, size)
+        log(f"    {result['clickhouse_store_load']['seconds']:.1f} s")
+        ch_client = httpx.Client(base_url=ch_server.api_url, headers=account.headers, timeout=600)
         ctx = ReadContext(
             site_id=account.site_id,
             organization_id=account.organization_id,
@@ -174,6 +181,7 @@ def run_reads(
             http=client,
             duck=duck,
             ch=ch,
+            http_clickhouse_store=ch_client,
         )
         ctx.top_error = find_top_error(ctx)
         assert server.sampler is not None
@@ -186,26 +194,71 @@ def run_reads(
                 q = result["queries"][query.name]
                 log(
                     f"    API {q['api']['median'] * 1000:.0f} ms, DuckDB {q['duckdb']['median'] * 1000:.0f} ms, "
-                    f"ClickHouse {q['clickhouse']['median'] * 1000:.0f} ms"
-                    + ("" if q["match_duckdb"] and q["match_clickhouse"] else "  (MISMATCH)")
+                    f"ClickHouse {q['clickhouse']['median'] * 1000:.0f} ms, "
+                    f"API on the ClickHouse store {q['api_clickhouse']['median'] * 1000:.0f} ms"
+                    + (
+                        ""
+                        if q["match_duckdb"] and q["match_clickhouse"] and q["match_api_clickhouse"]
+                        else "  (MISMATCH)"
+                    )
                 )
         if with_server is not None:
             with server.sampler.block(rss, "dashboard"):
                 result["dashboard"] = with_server(server, account)
         client.close()
+        ch_client.close()
     finally:
         server.stop()
+        if ch_server is not None:
+            ch_server.stop()
         duck.close()
     result["peak_rss_bytes"] = rss
     shutil.rmtree(direct_dir, ignore_errors=True)
     return result
 
 
+def start_clickhouse_store(
+    data_dir: Path, events_file: Path, work_dir: Path, size: int
+) -> tuple[ServerProcess, dict[str, Any]]:
+    """A second ``sitelens serve`` on the same metadata and events, its events in a ClickHouse store (chdb).
+
+    The metadata database and secret are copied (so ids, keys and goals are the same), the events come from a copy
+    of the DuckDB file through ``sitelens migrate-events``, and the server runs with ``SITELENS_EVENTS_URL=chdb://``.
+    """
+    ch_dir = work_dir / f"reads-{size}-clickhouse"
+    shutil.rmtree(ch_dir, ignore_errors=True)
+    ch_dir.mkdir(parents=True)
+    shutil.copyfile(data_dir / "secret.key", ch_dir / "secret.key")
+    # SQLite's backup API, since the running server's recent writes may still be in the write-ahead log.
+    with sqlite3.connect(data_dir / "sitelens.sqlite3") as source, sqlite3.connect(ch_dir / "sitelens.sqlite3") as copy:
+        source.backup(copy)
+    shutil.copyfile(events_file, ch_dir / "events.duckdb")
+    url = f"chdb://{(ch_dir / 'chdb').resolve()}"
+    started = time.perf_counter()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")}
+    subprocess.run(
+        [*sitelens_command(), "migrate-events", "--to", url, "--data-dir", str(ch_dir)],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    seconds = time.perf_counter() - started
+    (ch_dir / "events.duckdb").unlink()
+    server = ServerProcess(ch_dir, env={"SITELENS_EVENTS_URL": url}).start(timeout=300)
+    return server, {"seconds": seconds, "url": "chdb://<data dir>/chdb"}
+
+
 def _measure(query: Any, ctx: ReadContext, runs: int, warmups: int, budget: float) -> dict[str, Any]:
     """Interleaved runs of the three engines; a query whose one round takes longer than ``budget / runs`` gets
     fewer timed rounds (at least 3) so that one very slow query cannot stretch the whole run for an hour."""
-    samples: dict[str, list[float]] = {"api": [], "duckdb": [], "clickhouse": []}
-    engines = (("api", query.http), ("duckdb", query.duck), ("clickhouse", query.ch))
+    samples: dict[str, list[float]] = {"api": [], "duckdb": [], "clickhouse": [], "api_clickhouse": []}
+    engines = (
+        ("api", query.http),
+        ("duckdb", query.duck),
+        ("clickhouse", query.ch),
+        ("api_clickhouse", lambda c: query.http(c.on_clickhouse_store())),
+    )
     first: dict[str, Any] = {}
     first_seconds: dict[str, float] = {}
     round_seconds = 0.0
@@ -228,8 +281,13 @@ def _measure(query: Any, ctx: ReadContext, runs: int, warmups: int, budget: floa
         out[name]["samples"] = values
     out["ratio_api_duckdb"] = out["api"]["median"] / out["duckdb"]["median"]
     out["ratio_api_clickhouse"] = out["api"]["median"] / out["clickhouse"]["median"]
+    out["ratio_api_stores"] = out["api_clickhouse"]["median"] / out["api"]["median"]
+    out["api_clickhouse_first_s"] = first_seconds["api_clickhouse"]
     out["match_duckdb"] = _same(first["api"], first["duckdb"])
     out["match_clickhouse"] = _same(first["api"], first["clickhouse"])
+    out["match_api_clickhouse"] = _same(first["api"], first["api_clickhouse"])
+    if not out["match_api_clickhouse"]:
+        out["mismatch_api_clickhouse"] = _diff(first["api"], first["api_clickhouse"])
     if not out["match_duckdb"]:
         out["mismatch_duckdb"] = _diff(first["api"], first["duckdb"])
     if not out["match_clickhouse"]:

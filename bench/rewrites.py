@@ -1,7 +1,7 @@
 """Before and after for the query-shape fixes this benchmark proposes, measured on DuckDB with the seeded data.
 
 The route code belongs to the read API; these are the fixes proposed for its slowest queries, each built from the
-same primitives as the current builders (``window_condition``, ``goal_condition``, ``SESSION_CHANNEL``) and checked
+same primitives as the current builders (``window_condition``, ``goal_condition``, ``session_channel``) and checked
 to return exactly what the current query returns before its time counts.
 
     python -m bench.rewrites --data-dir bench/data/reads-10000000 [--runs 5]
@@ -22,7 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from api_backend.query.filters import SESSION_CHANNEL
+from api_backend.query.dialect import DUCKDB
+from api_backend.query.filters import session_channel
 from api_backend.query.goals import (
     GoalSpec,
     build_goal_breakdown_query,
@@ -33,7 +34,7 @@ from api_backend.query.goals import (
 from api_backend.query.metric import build_metric_query
 from api_backend.query.overview import build_overview_query
 from api_backend.query.scope import Scope, window_condition
-from api_backend.query.sql import DUCKDB, Params, Query, json_path
+from api_backend.query.sql import Params, Query
 from api_backend.query.usage import build_usage_query
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.duckdb import DuckDBEventStore
@@ -69,7 +70,7 @@ def fast_event_condition(config: dict[str, Any], p: Params) -> str:
     if key is None or value is None:
         return f"({guard})"
     # The same property test as goal_condition (numbers compare numerically, booleans as true/false).
-    text = d.json_string("props", p.add(json_path(key)))
+    text = d.json_string("props", key, p)
     if isinstance(value, bool):
         prop = f"{text} = {p.add('true' if value else 'false')}"
     elif isinstance(value, int | float):
@@ -112,7 +113,7 @@ def goals_after(case: Case, filters_channel: str | None = None, fast: bool = Tru
     p = Params()
     where = window_condition(case.scope.site_ids, case.scope.window, p)
     flags = "".join(f", bool_or({_condition(s, p, fast)}) AS g{i}" for i, s in enumerate(case.specs))
-    having = f" HAVING {SESSION_CHANNEL} = {p.add(filters_channel)}" if filters_channel is not None else ""
+    having = f" HAVING {session_channel(d)} = {p.add(filters_channel)}" if filters_channel is not None else ""
     counts = "".join(f", count(*) FILTER (WHERE g{i}) AS g{i}" for i in range(len(case.specs)))
     sql = f"""WITH per AS (SELECT session_id{flags} FROM events WHERE {where} GROUP BY session_id{having})
 SELECT count(*) AS sessions{counts} FROM per"""
@@ -161,7 +162,7 @@ s AS (
     {last_cols},
     {first_cols},
     arg_min(hostname, timestamp) AS hostname,
-    {SESSION_CHANNEL} AS channel,
+    {session_channel(d)} AS channel,
     coalesce(arg_min(pathname, timestamp) FILTER (WHERE type = 'pageview'), '') AS entry_page,
     coalesce(arg_max(pathname, timestamp) FILTER (WHERE type = 'pageview'), '') AS exit_page,
     count(*) FILTER (WHERE type = 'pageview') AS pageviews,
@@ -206,7 +207,7 @@ def _usage_canon(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
 
 ROLLUP_SQL = f"""CREATE OR REPLACE TABLE sessions AS
 SELECT site_id, session_id, min(timestamp) AS session_start, max(timestamp) AS session_end,
-  {SESSION_CHANNEL} AS channel,
+  {session_channel(d)} AS channel,
   count(*) FILTER (WHERE type = 'pageview') AS pageviews,
   coalesce(arg_max(identified_user_id, timestamp) FILTER (WHERE identified_user_id <> ''),
            arg_max(user_id, timestamp)) AS uid,

@@ -30,7 +30,7 @@ def sitelens_command() -> list[str]:
     script = Path(sys.executable).with_name("sitelens")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "from api_backend.cli import main; raise SystemExit(main())"]
+    return [sys.executable, "-c", "from sitelens.cli import main; raise SystemExit(main())"]
 
 
 class RSSSampler:

@@ -87,7 +87,7 @@ def _parse_date(raw: str | None) -> date | None:
 
 
 def _parse_int(raw: str | None) -> int | None:
-    if raw is None or not raw.strip().lstrip("-").isdigit():
+    if raw is None or not raw.isascii() or not raw.strip().lstrip("-").isdigit():
         return None
     return int(raw)
 

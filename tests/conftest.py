@@ -12,7 +12,13 @@ from fastapi.testclient import TestClient
 from api_backend.app import create_app
 from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
-from tests.support import Account, live_server, make_account, make_site
+from tests.support import Account, live_server, make_account, make_site, store_options
+
+pytest_plugins = ["tests.clickhouse_support"]
+
+# Modules marked ``both_stores`` run every test once per event store; the others run on DuckDB (the default).
+EVENT_STORES = ("duckdb", "clickhouse")
+
 
 def _spread_dash_ports() -> None:
     """Give this process its own range of dash test-server ports, so two suites on one machine never collide.
@@ -53,9 +59,30 @@ def output_dir() -> Path:
     return OUTPUT_DIR
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "both_stores: run the module's tests on the DuckDB and the ClickHouse store")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Give the tests of a ``both_stores`` module one run per event store (a module-scoped parameter)."""
+    if metafunc.definition.get_closest_marker("both_stores") and "event_store" in metafunc.fixturenames:
+        metafunc.parametrize("event_store", EVENT_STORES, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def event_store(request: pytest.FixtureRequest) -> str:
+    """The event store the test runs on: ``duckdb`` unless its module is marked ``both_stores``."""
+    return getattr(request, "param", "duckdb")
+
+
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return load_settings({}, data_dir=str(tmp_path / "data"), secret_key="test-secret-key-0123456789")
+def settings(tmp_path: Path, event_store: str, request: pytest.FixtureRequest) -> Settings:
+    return load_settings(
+        {},
+        data_dir=str(tmp_path / "data"),
+        secret_key="test-secret-key-0123456789",
+        **store_options(event_store, request),
+    )
 
 
 @pytest.fixture

@@ -16,9 +16,24 @@ import uvicorn
 from api_backend.services import Services
 from api_backend.store.models import Site, User
 
-__all__ = ["Account", "free_port", "live_server", "make_account", "make_site"]
+__all__ = ["Account", "free_port", "live_server", "make_account", "make_site", "store_options"]
 
 PASSWORD = "correct horse battery"
+
+
+def store_options(event_store: str, request: Any) -> dict[str, str]:
+    """``load_settings`` options putting a test's events on ``event_store``: a fresh chdb database for ClickHouse.
+
+    ``request`` is the test's ``pytest.FixtureRequest``; the process's one chdb engine starts on first use only.
+    """
+    if event_store == "duckdb":
+        return {}
+    if event_store != "clickhouse":
+        raise ValueError(f"unknown event store {event_store!r}")
+    from tests.clickhouse_support import chdb_url, fresh_database
+
+    path = request.getfixturevalue("chdb_path")
+    return {"events_url": chdb_url(path, fresh_database(request.getfixturevalue("chdb_client")))}
 
 
 def free_port() -> int:

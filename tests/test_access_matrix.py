@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import pytest
 
+from api_backend.store.events import rows_to_table
 from tests.support import make_account, make_site
 
 
@@ -37,6 +39,16 @@ def world(services) -> World:
         s.site_id: services.metadata.create_goal(s.site_id, "Pricing", "path", {"pathPattern": "/pricing"}).goal_id
         for s in (site, public_site)
     }
+    # One identified visit on each readable site, so the session and user routes have something to answer.
+    services.events.append(
+        rows_to_table(
+            [
+                {"site_id": s.site_id, "timestamp": datetime(2026, 3, 1), "session_id": "visit", "type": "pageview"}
+                | {"identified_user_id": "ada"}
+                for s in (site, public_site)
+            ]
+        )
+    )
     return World(
         site_id=site.site_id,
         public_site_id=public_site.site_id,
@@ -63,6 +75,10 @@ ACTIONS = [
     ("error_names", "GET", "/api/sites/{site}/error-names", None, "read"),
     ("metric", "GET", "/api/sites/{site}/metric?parameter=channel", None, "read"),
     ("overview", "GET", "/api/sites/{site}/overview", None, "read"),
+    ("sessions", "GET", "/api/sites/{site}/sessions", None, "read"),
+    ("session", "GET", "/api/sites/{site}/sessions/visit", None, "read"),
+    ("user", "GET", "/api/sites/{site}/users/ada", None, "read"),
+    ("live", "GET", "/api/sites/{site}/live?minutes=5", None, "read"),
     (
         "funnel",
         "POST",
@@ -194,3 +210,28 @@ def test_site_is_reachable_by_string_id(client, world, services):
     site = services.metadata.site(world.site_id)
     body = client.get(f"/api/sites/{site.id}", headers=world.headers["member"]).json()
     assert body["siteId"] == world.site_id and body["id"] == site.id
+
+
+@pytest.mark.parametrize(("name", "method", "path", "body", "level"), ACTIONS, ids=[a[0] for a in ACTIONS])
+def test_missing_site_looks_like_a_private_one_without_credentials(client, world, name, method, path, body, level):
+    if "{site}" not in path:
+        pytest.skip("organization routes need a credential whatever the id")
+    existing = client.request(method, path.format(site=world.site_id, goal=1), json=body)
+    missing = client.request(method, path.format(site=987654, goal=1), json=body)
+    assert existing.status_code == missing.status_code == 401
+    assert missing.json() == existing.json()
+    # A signed-in outsider still gets the same 404 for both.
+    outsider = world.headers["outsider"]
+    existing = client.request(method, path.format(site=world.site_id, goal=1), json=body, headers=outsider)
+    missing = client.request(method, path.format(site=987654, goal=1), json=body, headers=outsider)
+    assert existing.status_code == missing.status_code == 404
+
+
+def test_readers_who_are_not_members_do_not_see_the_organization(client, world):
+    for caller, site in [("private_link", world.site_id), ("public", world.public_site_id)]:
+        body = client.get(f"/api/sites/{site}", headers=world.headers[caller]).json()
+        assert "organizationId" not in body and "createdBy" not in body, caller
+        assert body["siteId"] == site and body["isOwner"] is False
+    for caller in ("member", "admin", "owner"):
+        body = client.get(f"/api/sites/{world.site_id}", headers=world.headers[caller]).json()
+        assert body["organizationId"] == world.org_id and body["createdBy"], caller

@@ -35,7 +35,7 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 def run_cli(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run ``sitelens ARGS`` with ``SITELENS_DATA_DIR=data_dir``."""
-    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "api_backend.cli"]
+    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
     return subprocess.run(
         [*command, *args], env=_env(data_dir, **env), capture_output=True, text=True, timeout=120, check=False
     )
@@ -341,7 +341,7 @@ def test_cli015_admin_works_while_the_event_store_is_locked(data_dir: Path, stor
 @pytest.mark.parametrize("access_log", [False, True])
 def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path, access_log: bool) -> None:
     port = free_port()
-    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "api_backend.cli"]
+    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
     env = _env(tmp_path / "ignored")
     if access_log:
         env["SITELENS_ACCESS_LOG"] = "true"
@@ -383,7 +383,7 @@ def test_cli017_dashboard_needs_an_api_url(data_dir: Path) -> None:
 
 def test_cli018_dashboard_serves_pages_against_an_api_url(tmp_path: Path) -> None:
     port = free_port()
-    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "api_backend.cli"]
+    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
     server = subprocess.Popen(
         [*command, "dashboard", "--port", str(port)],
         env=_env(tmp_path / "data", SITELENS_API_URL="http://127.0.0.1:9/api"),
@@ -417,6 +417,6 @@ def test_cli018_dashboard_serves_pages_against_an_api_url(tmp_path: Path) -> Non
     [("0.0.0.0", "127.0.0.1"), ("::", "[::1]"), ("::1", "[::1]"), ("example.org", "example.org"), ("", "127.0.0.1")],
 )
 def test_cli019_urls_printed_for_bind_addresses(host: str, shown: str) -> None:
-    from api_backend.cli import _display_host
+    from api_backend.cli import display_host
 
-    assert _display_host(host) == shown
+    assert display_host(host) == shown

@@ -17,6 +17,8 @@ from fastapi.testclient import TestClient
 from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI, Filter, NotFoundError, Query, wilson_interval
 
+pytestmark = pytest.mark.both_stores
+
 BASE = "http://testserver/api"
 WINDOW = Query(start_date="2026-04-01", end_date="2026-04-30")
 CHANNELS = ["", "Organic Search", "Paid Search", "Referral", "Email", "Organic Social"]

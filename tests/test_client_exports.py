@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 
 import api_client
-from api_client import client, errors, models, query
+from api_client import activity, activity_reads, client, errors, models, query
 
 CLIENT_NAMES = {"AnalyticsAPI", "Filter", "Query", "wilson_interval"}
 ERROR_NAMES = {
@@ -45,6 +45,18 @@ MODEL_NAMES = {
     "SiteConfig",
     "UsageRow",
 }
+ACTIVITY_NAMES = {
+    "LivePage",
+    "LiveVisitors",
+    "OverviewComparison",
+    "SeriesComparison",
+    "Session",
+    "SessionDetail",
+    "SessionPage",
+    "TimelineItem",
+    "UserProfile",
+    "UserTotals",
+}
 # The server-side tracker lives in its own module and adds these when it lands.
 TRACKER_NAMES = {"Tracker", "AsyncTracker", "TrackResult"}
 
@@ -52,7 +64,7 @@ TRACKER_NAMES = {"Tracker", "AsyncTracker", "TrackResult"}
 def test_client_exports001_package_all_is_pinned():
     exported = set(api_client.__all__)
     assert len(api_client.__all__) == len(exported), "duplicate names in __all__"
-    assert exported - TRACKER_NAMES == CLIENT_NAMES | ERROR_NAMES | MODEL_NAMES
+    assert exported - TRACKER_NAMES == CLIENT_NAMES | ERROR_NAMES | MODEL_NAMES | ACTIVITY_NAMES
     for name in exported:
         assert getattr(api_client, name) is not None
 
@@ -62,6 +74,7 @@ def test_client_exports002_module_all_lists():
     assert set(models.__all__) == MODEL_NAMES
     assert set(query.__all__) == {"FILTER_PARAMETERS", "FILTER_TYPES", "Filter", "Query"}
     assert set(client.__all__) == {"DEFAULT_BASE_URL", "AnalyticsAPI", "wilson_interval"}
+    assert set(activity.__all__) == ACTIVITY_NAMES
 
 
 def test_client_exports003_error_tree_shape():
@@ -105,7 +118,7 @@ def test_client_exports004_interface_signatures():
         "delete_site update_site_config excluded_ips excluded_countries private_link_key generate_private_link "
         "revoke_private_link goals create_goal update_goal delete_goal goal_sessions goal_breakdown error_names "
         "error_names_page error_events error_time_series org_usage metric overview overview_time_series funnel "
-        "channel_ranking "
+        "channel_ranking sessions session user live overview_compared overview_time_series_compared "
         "with_credentials close"
     ).split():
         assert callable(getattr(api, method)), method
@@ -118,7 +131,7 @@ def test_client_exports005_sdk_imports_only_stdlib_httpx_and_pydantic():
     from pathlib import Path
 
     allowed = set(sys.stdlib_module_names) | {"httpx", "pydantic", "api_client", "__future__"}
-    for module in (client, errors, models, query, api_client):
+    for module in (client, errors, models, query, activity, activity_reads, api_client):
         tree = ast.parse(Path(module.__file__).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):

@@ -116,9 +116,8 @@ def test_client_query009_filter_round_trips_through_dict():
 
 
 def test_client_query010_vocabulary_matches_the_contract():
-    assert len(FILTER_TYPES) == 14
+    # Equality with the server's lists is pinned in test_shared_rules.py; here, names the contract spells out.
     assert {"equals", "regex", "is_null", "greater_than_or_equal"} <= set(FILTER_TYPES)
-    assert len(FILTER_PARAMETERS) == 25
     assert {"channel", "entry_page", "exit_page", "utm_content", "user_id", "dimensions"} <= set(FILTER_PARAMETERS)
 
 

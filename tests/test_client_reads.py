@@ -34,6 +34,8 @@ from api_client import (
 )
 from tests.support import make_account
 
+pytestmark = pytest.mark.both_stores
+
 BASE = "http://testserver/api"
 MARCH = Query(start_date="2026-03-01", end_date="2026-03-07")
 
@@ -261,6 +263,20 @@ def test_client_reads007_goal_breakdown_by_channel(api, loaded, pricing_goal):
         "FR": (1, 0),
         "DE": (1, 1),
     }
+
+
+def test_client_reads007b_goal_breakdown_is_paged(api, client, owner, loaded, pricing_goal):
+    whole = api.goal_breakdown(loaded.site_id, pricing_goal, "channel", MARCH)
+    assert whole.total_count == 3
+    pages = [api.goal_breakdown(loaded.site_id, pricing_goal, "channel", MARCH, page=n, limit=2) for n in (1, 2, 3)]
+    assert [len(p.rows) for p in pages] == [2, 1, 0]
+    assert [r for p in pages for r in p.rows] == whole.rows
+    assert all(p.total_count == 3 and p.total_sessions == 5 for p in pages)
+    url = f"/api/sites/{loaded.site_id}/goals/{pricing_goal}/breakdown"
+    params = {"parameter": "channel", **MARCH.to_params()}
+    for bad in ({"limit": "0"}, {"limit": "1001"}, {"page": "0"}, {"page": "x"}):
+        response = client.get(url, params={**params, **bad}, headers=owner.headers)
+        assert response.status_code == 400 and response.json()["code"] == "INVALID_REQUEST", bad
 
 
 def test_client_reads008_channel_ranking_uses_the_breakdown_route(api, loaded, pricing_goal):

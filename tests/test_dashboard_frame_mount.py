@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from api_backend.app import create_app
-from api_backend.dashboard_mount import dashboard_api_url
 from api_backend.settings import load_settings
 from dashboard.app import create_dashboard
+from sitelens.mount import create_combined_app, dashboard_api_url
 
 
 def test_dashboard_is_served_at_root_and_api_routes_keep_priority(settings, services):
-    app = create_app(settings, services, dashboard=True)
+    app = create_combined_app(settings, services)
     with TestClient(app) as client:
         page = client.get("/")
         assert page.status_code == 200 and "text/html" in page.headers["content-type"]

@@ -8,9 +8,9 @@ import time
 import httpx
 import uvicorn
 
-from api_backend.app import create_app
 from api_backend.services import open_services
 from api_backend.settings import load_settings
+from sitelens.mount import create_combined_app
 from tests.dashboard_data import load_demo
 from tests.support import PASSWORD, free_port, make_account, make_site
 
@@ -25,7 +25,7 @@ def test_dash_serve001_one_process_api_and_dashboard(dash_br, tmp_path, output_d
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
     services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
-    app = create_app(settings, services, dashboard=True)
+    app = create_combined_app(settings, services)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

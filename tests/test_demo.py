@@ -92,7 +92,7 @@ def test_demo002_second_run_reuses_the_data(services: Services, client: TestClie
 
 def test_demo003_command_prints_the_summary_and_serves(tmp_path: Path) -> None:
     port = free_port()
-    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "api_backend.cli"]
+    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
     demo = subprocess.Popen(
         [*command, "demo", "--port", str(port)],
         env=_env(tmp_path / "demo-data"),

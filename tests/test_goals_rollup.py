@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from api_backend.query.goals import GoalSpec
-from api_backend.query.rollups import GoalsRollupCache, goals_counts_from_rollup, rollup_parameter
-from api_backend.query.sql import DUCKDB
+from api_backend.read.rollups import GoalsRollupCache, goals_counts_from_rollup, rollup_parameter
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.events import rows_to_table
+
+pytestmark = pytest.mark.both_stores
 
 WINDOW = {"start_date": "2026-04-01", "end_date": "2026-04-30", "time_zone": "UTC"}
 CHANNELS = ["", "Organic Search", "Paid Search", "Referral", "Email", "Internal"]
@@ -146,7 +147,7 @@ def test_rollup001_filtered_goals_match_truth(client, owner, services, world, fi
     site, sessions, _, _ = world
     assert _goals(client, owner, site.site_id, filters) == _truth(sessions, keep)
     # The answer came from a rollup kept for the next filtered call.
-    assert len(services.goals_rollups) == 1
+    assert len(services.reader.rollups) == 1
 
 
 def test_rollup002_recipe_reuses_one_rollup_and_mixed_filters_still_match(client, owner, services, world):
@@ -158,7 +159,7 @@ def test_rollup002_recipe_reuses_one_rollup_and_mixed_filters_still_match(client
             _goals(client, owner, site.site_id, [{"parameter": "channel", "type": "equals", "value": [value]}])
             == expected
         )
-    assert len(services.goals_rollups) == 1
+    assert len(services.reader.rollups) == 1
     # Two parameters: no rollup answers it; the plain query does, with the same rule.
     mixed = [
         {"parameter": "channel", "type": "equals", "value": ["Email"]},
@@ -205,14 +206,14 @@ def test_rollup004_concurrent_requests_share_one_scan(services, world):
         if "GROUP BY value" in query.sql:
             with lock:
                 rollups.append(query.sql)
-        return services.events.query_dicts(query.sql, query.params)
+        return services.events.query_dicts(*services.reader.dialect.bind(query))
 
     results: dict[str, Any] = {}
 
     def ask(channel: str) -> None:
         filters = json.dumps([{"parameter": "channel", "type": "equals", "value": [channel or "Direct"]}])
         scope = ReadParams(WINDOW["start_date"], WINDOW["end_date"], "UTC", filters=filters).scope(site.site_id)
-        row = goals_counts_from_rollup(cache, scope, specs, run, DUCKDB)
+        row = goals_counts_from_rollup(cache, scope, specs, run, services.reader.dialect)
         results[channel] = (row["sessions"], row["g0"], row["g1"])
 
     threads = [threading.Thread(target=ask, args=(c,)) for c in CHANNELS]
@@ -250,7 +251,7 @@ def test_rollup006_traffic_outside_the_window_keeps_the_rollup(client, owner, se
     site, sessions, _, _ = world
     email = [{"parameter": "channel", "type": "equals", "value": ["Email"]}]
     first = _goals(client, owner, site.site_id, email)
-    assert len(services.goals_rollups) == 1
+    assert len(services.reader.rollups) == 1
     outside = {
         "id": "may",
         "country": "US",
@@ -258,4 +259,4 @@ def test_rollup006_traffic_outside_the_window_keeps_the_rollup(client, owner, se
     }
     services.writer.write(_rows(site.site_id, [outside]))
     assert _goals(client, owner, site.site_id, email) == first
-    assert len(services.goals_rollups) == 1  # same key: the window's event count did not change
+    assert len(services.reader.rollups) == 1  # same key: the window's event count did not change

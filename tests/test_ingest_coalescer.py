@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from api_backend.ingest.coalescer import RowCoalescer
+from api_backend.store.coalescer import RowCoalescer
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.writer import BatchWriter, WriterClosedError
 

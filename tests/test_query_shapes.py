@@ -14,9 +14,10 @@ import duckdb
 import pytest
 
 from api_backend.query.buckets import BUCKETS, bucket_instants, bucket_starts
-from api_backend.query.filters import SESSION_CHANNEL, SESSION_USER
+from api_backend.query.dialect import DUCKDB
+from api_backend.query.filters import session_channel, session_user
 from api_backend.query.goals import goal_condition
-from api_backend.query.sql import DUCKDB, Params
+from api_backend.query.sql import Params
 from api_backend.query.window import Window, to_local, to_utc
 
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Pacific/Kiritimati", "Pacific/Pago_Pago"]
@@ -85,9 +86,8 @@ def test_shape003_one_aggregate_channel_and_user_equal_the_definitions() -> None
     old = con.execute(
         f"SELECT session_id, {OLD_CHANNEL}, {OLD_USER} FROM events GROUP BY session_id ORDER BY 1"
     ).fetchall()
-    new = con.execute(
-        f"SELECT session_id, {SESSION_CHANNEL}, {SESSION_USER} FROM events GROUP BY session_id ORDER BY 1"
-    ).fetchall()
+    columns = f"{session_channel(DUCKDB)}, {session_user(DUCKDB)}"
+    new = con.execute(f"SELECT session_id, {columns} FROM events GROUP BY session_id ORDER BY 1").fetchall()
     assert new == old
     assert len({r[1] for r in new}) == 6 and len({r[2] for r in new}) == 5
 

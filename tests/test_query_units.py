@@ -11,11 +11,12 @@ import pytest
 
 from api_backend.errors import InvalidRequestError
 from api_backend.query.buckets import bucket_floor, bucket_starts, next_bucket, parse_bucket
+from api_backend.query.dialect import DUCKDB
 from api_backend.query.filters import parse_filters
 from api_backend.query.goals import GoalSpec, build_goals_query, path_pattern_regex, value_pattern_regex
 from api_backend.query.metric import build_metric_query
 from api_backend.query.scope import Scope, scope_ctes
-from api_backend.query.sql import DUCKDB, Params
+from api_backend.query.sql import Params
 from api_backend.query.window import Window, parse_window
 from api_backend.query.zones import local_time, offset_changes
 

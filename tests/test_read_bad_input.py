@@ -16,7 +16,7 @@ from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.events import rows_to_table
 from api_backend.store.models import Site
-from tests.support import Account, make_account, make_site
+from tests.support import Account, make_account, make_site, store_options
 
 GET_ROUTES = [
     ("goals", {}),
@@ -34,6 +34,7 @@ GET_ROUTES = [
     ("overview-bucketed", {}),
     ("funnels/analyze", {}),
     ("org-event-count", {}),
+    ("sessions", {}),
 ]
 
 WINDOW_CASES = {
@@ -47,6 +48,14 @@ WINDOW_CASES = {
     "negative-minutes": {"past_minutes_start": "-5", "past_minutes_end": "0"},
     "minutes-reversed": {"past_minutes_start": "5", "past_minutes_end": "10"},
     "half-minutes": {"past_minutes_start": "60"},
+    "date-before-1970": {"start_date": "0002-01-01", "end_date": "2026-01-01"},
+    "date-after-2100": {"start_date": "2026-01-01", "end_date": "9999-12-30"},
+    "window-too-long": {"start_date": "1970-01-01", "end_date": "2099-12-31"},
+    "datetime-window-too-long": {"start_datetime": "1990-01-01T00:00:00Z", "end_datetime": "2026-01-01T00:00:00Z"},
+    "datetime-past-2100": {"start_datetime": "2026-01-01T00:00:00Z", "end_datetime": "9999-12-31T23:59:59-23:00"},
+    "huge-minutes": {"past_minutes_start": "9" * 400, "past_minutes_end": "0"},
+    "minutes-past-the-cap": {"past_minutes_start": "100000000", "past_minutes_end": "0"},
+    "non-ascii-digits": {"start_date": "٢٠٢٦-٠١-٠١", "end_date": "2026-01-02"},
 }
 
 FILTER_CASES = {
@@ -64,9 +73,31 @@ FILTER_CASES = {
     "numeric-needs-number": json.dumps([{"parameter": "prop:seats", "type": "greater_than", "value": ["many"]}]),
     "no-values": json.dumps([{"parameter": "country", "type": "equals", "value": []}]),
     "object-value": json.dumps([{"parameter": "country", "type": "equals", "value": [{"a": 1}]}]),
+    "value-not-array": json.dumps([{"parameter": "country", "type": "equals", "value": "US"}]),
+    "re2-free-spacing": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["(?x) a"]}]),
+    "re2-ascii-flag": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["(?a)\\w"]}]),
+    "re2-conditional": json.dumps([{"parameter": "pathname", "type": "not_regex", "value": ["(a)?(?(1)b|c)"]}]),
+    "huge-number": '[{"parameter": "prop:seats", "type": "greater_than", "value": [' + "9" * 400 + "]}]",
+    "lone-surrogate-value": json.dumps([{"parameter": "pathname", "type": "equals", "value": ["\ud800"]}]),
+    "lone-surrogate-regex": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["a\udfff"]}]),
+    "lone-surrogate-prop": json.dumps([{"parameter": "prop:\ud800", "type": "equals", "value": ["x"]}]),
 }
 
 ROUTE_CASES = [
+    ("sessions", {"limit": "101"}),
+    ("sessions", {"limit": "0"}),
+    ("sessions", {"page": "0"}),
+    ("users/u", {"limit": "101"}),
+    ("users/u", {"start_date": "2026-03-01"}),
+    ("live", {"minutes": "0"}),
+    ("live", {"minutes": "61"}),
+    ("live", {"minutes": "5.5"}),
+    ("live", {"minutes": "x"}),
+    ("live", {"limit": "51"}),
+    ("overview", {"compare": "next"}),
+    ("overview", {"compare": "previous"}),
+    ("overview/time-series", {"compare": "yes", "start_date": "2026-03-01", "end_date": "2026-03-02"}),
+    ("overview/time-series", {"compare": "previous"}),
     ("goals", {"page": "0"}),
     ("goals", {"page": "x"}),
     ("goals", {"limit": "0"}),
@@ -122,6 +153,12 @@ GOAL_BODIES = {
     "name-not-string": {"name": 5, "goalType": "path", "config": {"pathPattern": "/a"}},
     "pattern-not-string": {"goalType": "path", "config": {"pathPattern": 5}},
     "body-is-list": [{"goalType": "path", "config": {"pathPattern": "/a"}}],
+    "lone-surrogate-name": {"name": "\ud800", "goalType": "path", "config": {"pathPattern": "/a"}},
+    "lone-surrogate-pattern": {"goalType": "path", "config": {"pathPattern": "/\udc00"}},
+    "lone-surrogate-property": {
+        "goalType": "event",
+        "config": {"eventName": "a", "propertyFilters": [{"key": "plan", "value": "\ud800"}]},
+    },
 }
 
 
@@ -134,11 +171,17 @@ class Env:
     goal: int
 
 
+pytestmark = pytest.mark.both_stores
+
+
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(tmp_path_factory: pytest.TempPathFactory, event_store: str, request: pytest.FixtureRequest) -> Iterator[Env]:
     """One app for the whole module: bad input must never change it, which every test checks."""
     settings = load_settings(
-        {}, data_dir=str(tmp_path_factory.mktemp("bad-input") / "data"), secret_key="test-secret-key-0123456789"
+        {},
+        data_dir=str(tmp_path_factory.mktemp("bad-input") / "data"),
+        secret_key="test-secret-key-0123456789",
+        **store_options(event_store, request),
     )
     services = open_services(settings)
     owner = make_account(services, "owner@example.com")
@@ -216,8 +259,11 @@ def test_bad004_funnel_bodies(client, site, owner, case) -> None:
 def test_bad005_goal_bodies_create_and_replace(env, case) -> None:
     client, site, owner, goal = env.client, env.site, env.owner, env.goal
     before = _state(env)
-    _assert_400(client.post(f"/api/sites/{site.site_id}/goals", json=GOAL_BODIES[case], headers=owner.headers))
-    _assert_400(client.put(f"/api/sites/{site.site_id}/goals/{goal}", json=GOAL_BODIES[case], headers=owner.headers))
+    # Sent as JSON text with escapes (ensure_ascii), so lone surrogates travel as the bytes a client would send.
+    body = json.dumps(GOAL_BODIES[case])
+    headers = {**owner.headers, "Content-Type": "application/json"}
+    _assert_400(client.post(f"/api/sites/{site.site_id}/goals", content=body, headers=headers))
+    _assert_400(client.put(f"/api/sites/{site.site_id}/goals/{goal}", content=body, headers=headers))
     assert _state(env) == before
 
 

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
-from api_backend.query.results import ResultCache
 from api_backend.query.sql import Query
+from api_backend.read.results import ResultCache
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.events import rows_to_table
 from tests.support import make_site
+
+pytestmark = pytest.mark.both_stores
 
 WINDOW = {"start_date": "2026-05-01", "end_date": "2026-05-31", "time_zone": "UTC"}
 PATHS = ["/", "/pricing", "/docs/a"]
@@ -74,7 +76,7 @@ def test_cache001_repeated_read_is_answered_from_the_cache(client, owner, servic
     site, rows = seeded
     first = _overview(client, owner, site.site_id)
     assert first == _truth(rows)
-    cache = services.read_results
+    cache = services.reader.results
     assert len(cache) == 1
     # A second identical read reuses the entry; a different question adds one.
     assert _overview(client, owner, site.site_id) == first
@@ -106,7 +108,7 @@ def test_cache003_events_outside_the_window_keep_the_entry(client, owner, servic
     site, rows = seeded
     first = _overview(client, owner, site.site_id)
     services.events.append(rows_to_table(_rows(site.site_id, 3, datetime(2026, 6, 2, 9), prefix="june")))
-    cache = services.read_results
+    cache = services.reader.results
     assert _overview(client, owner, site.site_id) == first == _truth(rows)
     assert len(cache) == 1  # the June events did not change May's key
 

@@ -17,7 +17,7 @@ from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.events import rows_to_table
 from tests import truth
-from tests.support import Account, make_account, make_site
+from tests.support import Account, make_account, make_site, store_options
 
 
 @dataclass
@@ -35,10 +35,17 @@ class World:
         return response.json()
 
 
+pytestmark = pytest.mark.both_stores
+
+
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(
+    tmp_path_factory: pytest.TempPathFactory, event_store: str, request: pytest.FixtureRequest
+) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("read-numbers")
-    settings = load_settings({}, data_dir=str(tmp / "data"), secret_key="test-secret-key-0123456789")
+    settings = load_settings(
+        {}, data_dir=str(tmp / "data"), secret_key="test-secret-key-0123456789", **store_options(event_store, request)
+    )
     services = open_services(settings)
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner)

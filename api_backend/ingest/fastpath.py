@@ -18,7 +18,15 @@ from typing import Any
 
 import orjson
 
-from api_backend.ingest.payload import EVENT_NAME_LIMIT, VITALS, PayloadErrors, TrackEvent, encodable, props_text
+from api_backend.ingest.payload import (
+    EVENT_NAME_LIMIT,
+    STRING_LIMITS,
+    VITALS,
+    PayloadErrors,
+    TrackEvent,
+    encodable,
+    props_text,
+)
 from api_backend.store.events import EVENT_TYPES
 
 __all__ = [
@@ -41,6 +49,10 @@ _MAX_INT32 = 2**31 - 1
 # Ints up to 2**53 convert to float exactly; larger ones go through ``parse_event`` (which decides overflow).
 _MAX_EXACT_INT = 2**53
 _NO_PROPS = object()
+# Module constants rather than dict lookups: they are read for every field of every event.
+_HOSTNAME_MAX, _PATHNAME_MAX, _QUERYSTRING_MAX = (STRING_LIMITS[k] for k in ("hostname", "pathname", "querystring"))
+_LANGUAGE_MAX, _PAGE_TITLE_MAX, _REFERRER_MAX = (STRING_LIMITS[k] for k in ("language", "page_title", "referrer"))
+_USER_ID_MAX, _USER_AGENT_MAX, _API_KEY_MAX = (STRING_LIMITS[k] for k in ("user_id", "user_agent", "api_key"))
 _NO_VITALS = (None,) * len(VITALS)
 
 
@@ -95,49 +107,59 @@ def fast_event(body: Any) -> tuple[Any, ...] | None:
     hostname = get("hostname")
     if hostname is None:
         hostname = ""
-    elif type(hostname) is not str or len(hostname) > 253 or not (hostname.isascii() or encodable(hostname)):
+    elif type(hostname) is not str or len(hostname) > _HOSTNAME_MAX or not (hostname.isascii() or encodable(hostname)):
         return None
     pathname = get("pathname")
     if pathname is None:
         pathname = ""
-    elif type(pathname) is not str or len(pathname) > 2048 or not (pathname.isascii() or encodable(pathname)):
+    elif type(pathname) is not str or len(pathname) > _PATHNAME_MAX or not (pathname.isascii() or encodable(pathname)):
         return None
     querystring = get("querystring")
     if querystring is None:
         querystring = ""
     elif (
-        type(querystring) is not str or len(querystring) > 2048 or not (querystring.isascii() or encodable(querystring))
+        type(querystring) is not str
+        or len(querystring) > _QUERYSTRING_MAX
+        or not (querystring.isascii() or encodable(querystring))
     ):
         return None
     language = get("language")
     if language is None:
         language = ""
-    elif type(language) is not str or len(language) > 35 or not (language.isascii() or encodable(language)):
+    elif type(language) is not str or len(language) > _LANGUAGE_MAX or not (language.isascii() or encodable(language)):
         return None
     page_title = get("page_title")
     if page_title is None:
         page_title = ""
-    elif type(page_title) is not str or len(page_title) > 512 or not (page_title.isascii() or encodable(page_title)):
+    elif (
+        type(page_title) is not str
+        or len(page_title) > _PAGE_TITLE_MAX
+        or not (page_title.isascii() or encodable(page_title))
+    ):
         return None
     referrer = get("referrer")
     if referrer is None:
         referrer = ""
-    elif type(referrer) is not str or len(referrer) > 2048 or not (referrer.isascii() or encodable(referrer)):
+    elif type(referrer) is not str or len(referrer) > _REFERRER_MAX or not (referrer.isascii() or encodable(referrer)):
         return None
     user_id = get("user_id")
     if user_id is None:
         user_id = ""
-    elif type(user_id) is not str or len(user_id) > 255 or not (user_id.isascii() or encodable(user_id)):
+    elif type(user_id) is not str or len(user_id) > _USER_ID_MAX or not (user_id.isascii() or encodable(user_id)):
         return None
     user_agent = get("user_agent")
     if user_agent is None:
         user_agent = ""
-    elif type(user_agent) is not str or len(user_agent) > 512 or not (user_agent.isascii() or encodable(user_agent)):
+    elif (
+        type(user_agent) is not str
+        or len(user_agent) > _USER_AGENT_MAX
+        or not (user_agent.isascii() or encodable(user_agent))
+    ):
         return None
     api_key = get("api_key")
     if api_key is None:
         api_key = ""
-    elif type(api_key) is not str or len(api_key) > 512 or not (api_key.isascii() or encodable(api_key)):
+    elif type(api_key) is not str or len(api_key) > _API_KEY_MAX or not (api_key.isascii() or encodable(api_key)):
         return None
 
     width = get("screenWidth")

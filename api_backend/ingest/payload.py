@@ -23,10 +23,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from api_backend.errors import FieldError, InvalidRequestError
+from api_backend.sites import SITE_KEY_MESSAGE, is_site_key
 from api_backend.store.events import EVENT_TYPES
 
 __all__ = [
     "EVENT_NAME_LIMIT",
+    "STRING_LIMITS",
     "VITALS",
     "PayloadErrors",
     "encodable",
@@ -38,8 +40,9 @@ __all__ = [
 
 VITALS = ("lcp", "cls", "inp", "fcp", "ttfb")
 
-# Optional string fields and their length limits (peer-write 4.1).
-_STRING_LIMITS = {
+# Optional string fields and their length limits (peer-write 4.1): the one table the checkers, the fast path and
+# the documented request schema read.
+STRING_LIMITS: dict[str, int] = {
     "hostname": 253,
     "pathname": 2048,
     "querystring": 2048,
@@ -125,8 +128,11 @@ def _site_key(value: Any, errors: PayloadErrors) -> str:
         if value < 1:
             errors.add("site_id", "must be a positive number")
         return str(value)
-    if isinstance(value, str) and value.strip() and len(value) <= 64 and encodable(value):
+    if isinstance(value, str) and is_site_key(value.strip()):
         return value.strip()
+    if isinstance(value, str) and value.strip():
+        errors.add("site_id", SITE_KEY_MESSAGE)
+        return ""
     errors.add("site_id", "must be a non-empty string or a positive number")
     return ""
 
@@ -246,7 +252,7 @@ def parse_event(body: Any) -> TrackEvent:
         kind = None
 
     values: dict[str, Any] = {}
-    for field, limit in _STRING_LIMITS.items():
+    for field, limit in STRING_LIMITS.items():
         value = body.get(field)
         if value is None:
             continue

@@ -12,8 +12,8 @@ Per event, in this order (peer-write 4.2 with the UP trust model):
 4. enrichment (user agent, geo, channel, UTM, visitor id, session) and the write, acknowledged once the event
    log holds it.
 
-``POST /api/track/batch`` gives every event of a batch the same outcome through ``batch.prepare_batch``, which
-does this work once per distinct sender and page instead of once per event and builds Arrow columns directly.
+Steps 3 and 4 are ``enrich.enrich_events`` for both routes: a single event is a batch of one, and
+``POST /api/track/batch`` validates its events in ``batch.prepare_batch`` and gives each the same outcome.
 
 Choices the specs leave open, written down here:
 
@@ -37,28 +37,27 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
 
 from api_backend.errors import AuthenticationRequiredError, NotFoundError
-from api_backend.ingest.batch import PAGE_COLUMNS, BatchOutcome, page_context, prepare_batch
-from api_backend.ingest.bots import is_bot
-from api_backend.ingest.coalescer import RowCoalescer
+from api_backend.ingest.batch import BatchOutcome, prepare_batch
+from api_backend.ingest.enrich import ClientInfo, enrich_events
+from api_backend.ingest.fastpath import event_tuple
 from api_backend.ingest.geo import GeoLocator, open_locator
 from api_backend.ingest.payload import TrackEvent
 from api_backend.ingest.sessions import SESSION_TIMEOUT, SessionTracker
 from api_backend.ingest.site_rules import SiteRules, SiteRulesCache
-from api_backend.ingest.useragent import device_type, parse_user_agent
-from api_backend.ingest.visitor import cached_visitor_id, visitor_id
+from api_backend.ingest.visitor import visitor_id
 from api_backend.settings import Settings
+from api_backend.store.coalescer import RowCoalescer
 from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
 from api_backend.store.writer import BatchWriter
 
-__all__ = ["ClientInfo", "Dropped", "Ingestor", "utc_now"]
+__all__ = ["ClientInfo", "Ingestor", "utc_now"]
 
 log = logging.getLogger(__name__)
 
@@ -70,21 +69,6 @@ def utc_now() -> datetime:
     """The current UTC time, naive, at millisecond precision (the events table's timestamp type)."""
     now = datetime.now(UTC).replace(tzinfo=None)
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
-
-
-@dataclass(frozen=True, slots=True)
-class ClientInfo:
-    """What the connection says about the sender: its address and ``User-Agent`` header."""
-
-    ip: str
-    user_agent: str
-
-
-@dataclass(frozen=True, slots=True)
-class Dropped:
-    """An event a site setting refused; ``reason`` is ``bot``, ``excluded_ip`` or ``excluded_country``."""
-
-    reason: str
 
 
 class Ingestor:
@@ -117,6 +101,11 @@ class Ingestor:
         recovered = self.sessions.recover(events.latest_sessions(self.clock() - SESSION_TIMEOUT))
         if recovered:
             log.info("recovered %d live sessions from the event store", recovered)
+
+    @property
+    def secret(self) -> str:
+        """The secret that salts visitor ids."""
+        return self._secret
 
     # Site changes -------------------------------------------------------------------------------
 
@@ -178,65 +167,14 @@ class Ingestor:
 
     # Processing -------------------------------------------------------------------------------
 
-    def prepare(
-        self, event: TrackEvent, rules: SiteRules, client: ClientInfo, *, trusted: bool, now: datetime
-    ) -> dict[str, Any] | Dropped:
-        """Apply the site's drop rules and enrich the event into a row (not yet written)."""
-        ip = event.ip_address if trusted and event.ip_address else client.ip
-        user_agent = event.user_agent if trusted and event.user_agent else client.user_agent
-        if rules.block_bots and not trusted and is_bot(user_agent):
-            return Dropped("bot")
-        if rules.excluded_ips and rules.excluded_ips.matches(ip):
-            return Dropped("excluded_ip")
-        geo = self.locator.locate(ip) if ip else None
-        if rules.excluded_countries and geo is not None and geo.country in rules.excluded_countries:
-            return Dropped("excluded_country")
-
-        salt_day = now.date() if rules.salt_user_ids else None
-        visitor = cached_visitor_id(self._secret, rules.site_id, ip, user_agent, salt_day)
-        identified = event.user_id or self.identified_user(rules.site_id, visitor, now)
-        session_id = self.sessions.session_for(rules.site_id, visitor, now)
-        context = page_context(event.referrer, event.querystring, event.hostname, rules.track_url_params)
-        ua = parse_user_agent(user_agent)
-        return {
-            "site_id": rules.site_id,
-            "timestamp": now,
-            "session_id": session_id,
-            "user_id": visitor,
-            "identified_user_id": identified,
-            "hostname": event.hostname,
-            "pathname": event.pathname,
-            **dict(zip(PAGE_COLUMNS, context, strict=True)),
-            "page_title": event.page_title,
-            "browser": ua.browser,
-            "browser_version": ua.browser_version,
-            "operating_system": ua.operating_system,
-            "operating_system_version": ua.operating_system_version,
-            "language": event.language,
-            "country": geo.country if geo else "",
-            "region": geo.region if geo else "",
-            "city": geo.city if geo else "",
-            "screen_width": event.screen_width,
-            "screen_height": event.screen_height,
-            "device_type": device_type(ua, event.screen_width, event.screen_height),
-            "type": event.type,
-            "event_name": event.event_name,
-            "props": event.props,
-            "lcp": event.lcp,
-            "cls": event.cls,
-            "inp": event.inp,
-            "fcp": event.fcp,
-            "ttfb": event.ttfb,
-        }
-
     async def track(self, event: TrackEvent, client: ClientInfo, header_key: str | None) -> dict[str, Any]:
         """Process one event and answer once its row is durable (the ``/api/track`` response body)."""
-        rules = self.site_rules(event.site_key)
-        trusted = self.trusted(event, rules, header_key)
-        outcome = self.prepare(event, rules, client, trusted=trusted, now=self.clock())
-        if isinstance(outcome, Dropped):
-            return {"success": True, "tracked": False, "reason": outcome.reason}
-        await self.write([outcome])
+        # An unknown site or a refused key is the request's error here, where a batch lists it as rejected.
+        self.trusted(event, self.site_rules(event.site_key), header_key)
+        enriched = enrich_events(self, [(0, event_tuple(event))], client, header_key, self.clock())
+        if enriched.dropped:
+            return {"success": True, "tracked": False, "reason": enriched.dropped[0]["reason"]}
+        await self.write(enriched.rows())
         return {"success": True}
 
     def prepare_batch(
@@ -248,7 +186,7 @@ class Ingestor:
     ) -> BatchOutcome:
         """Validate, filter and enrich raw batch events into one table, all stamped with one clock reading.
 
-        Each event gets the outcome ``track`` would give it (see ``batch.prepare_batch``); nothing is written.
+        Each event gets the outcome ``track`` would give it (both run ``enrich.enrich_events``); nothing is written.
         """
         return prepare_batch(self, events, client, header_key, self.clock(), exact_event)
 

@@ -6,9 +6,10 @@ Page and device filters apply to the error rows themselves; the other filters se
 
 from __future__ import annotations
 
+from api_backend.query.dialect import Dialect
 from api_backend.query.filters import ERROR_ROW_PARAMETERS
 from api_backend.query.scope import Scope, scope_ctes
-from api_backend.query.sql import Dialect, Params, Query, json_path, paged_select
+from api_backend.query.sql import Params, Query, paged_select
 from api_backend.query.zones import local_time
 
 __all__ = ["build_error_events_query", "build_error_names_query", "build_error_series_query", "error_scope"]
@@ -20,7 +21,7 @@ def error_scope(scope: Scope) -> Scope:
 
 
 def _prop(d: Dialect, p: Params, key: str) -> str:
-    return d.json_string("props", p.add(json_path(key)))
+    return d.json_string("props", key, p)
 
 
 def build_error_names_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
@@ -30,11 +31,12 @@ def build_error_names_query(scope: Scope, limit: int, offset: int, d: Dialect) -
     """
     p = Params()
     ctes = scope_ctes(error_scope(scope), d, p)
+    groups = """SELECT msg AS value, min(event_name) AS "errorName", count(*) AS count,
+             count(DISTINCT session_id) AS "sessionCount", sum(count(*)) OVER () AS occurrences
+      FROM er WHERE msg <> '' AND event_name <> '' GROUP BY msg"""
     sql = f"""{ctes},
 er AS (SELECT session_id, event_name, {_prop(d, p, "message")} AS msg FROM fe WHERE type = 'error'),
-g AS MATERIALIZED (SELECT msg AS value, min(event_name) AS "errorName", count(*) AS count,
-             count(DISTINCT session_id) AS "sessionCount", sum(count(*)) OVER () AS occurrences
-      FROM er WHERE msg <> '' AND event_name <> '' GROUP BY msg),
+{d.cte("g", groups, materialized=True)},
 {paged_select("g", "count DESC, value", limit, offset, p)}"""
     return p.query(sql)
 
@@ -45,11 +47,10 @@ def build_error_events_query(scope: Scope, message: str, limit: int, offset: int
     ctes = scope_ctes(error_scope(scope), d, p)
 
     def number(*keys: str) -> str:
-        casts = [f"TRY_CAST({d.to_double(f'nullif({_prop(d, p, k)}, {chr(39)}{chr(39)})')} AS BIGINT)" for k in keys]
+        casts = [d.to_bigint(d.to_double(_prop(d, p, k))) for k in keys]
         return f"coalesce({', '.join(casts)})"
 
-    sql = f"""{ctes},
-ev AS MATERIALIZED (
+    events = f"""
   SELECT timestamp, session_id,
     CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END AS user_id,
     pathname, hostname, page_title, referrer, browser, browser_version, operating_system,
@@ -59,7 +60,9 @@ ev AS MATERIALIZED (
     coalesce(nullif({_prop(d, p, "fileName")}, ''), {_prop(d, p, "filename")}) AS "fileName",
     {number("lineNumber", "lineno")} AS "lineNumber",
     {number("columnNumber", "colno")} AS "columnNumber"
-  FROM fe WHERE type = 'error' AND {_prop(d, p, "message")} = {p.add(message)}),
+  FROM fe WHERE type = 'error' AND {_prop(d, p, "message")} = {p.add(message)}"""
+    sql = f"""{ctes},
+{d.cte("ev", events, materialized=True)},
 {paged_select("ev", "timestamp DESC, session_id", limit, offset, p)}"""
     return p.query(sql)
 

@@ -22,26 +22,29 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import re2
+
 from api_backend.errors import InvalidRequestError
-from api_backend.query.sql import Dialect, Params, json_path
+from api_backend.query.dialect import Dialect
+from api_backend.query.sql import Params
 
 __all__ = [
     "ANY_EVENT_PARAMETERS",
     "ERROR_ROW_PARAMETERS",
     "FILTER_TYPES",
     "PARAMETERS",
-    "SESSION_CHANNEL",
-    "SESSION_USER",
     "Filter",
     "compare",
+    "encodable",
     "parse_filters",
     "parse_parameter",
     "row_expression",
+    "session_channel",
     "session_condition",
+    "session_user",
     "session_value",
     "validate_regex",
 ]
@@ -118,20 +121,24 @@ MAX_REGEX = 500
 MAX_FILTERS = 50
 MAX_VALUES = 100
 
-# The session's channel (see above) in one aggregate: ordering by (direct?, time) puts the earliest non-direct
-# event first when there is one, else the earliest event. A direct event's key is pushed past every real
-# time (epoch microseconds are about 1.8e15); one arg_min instead of two is about a third cheaper.
-SESSION_CHANNEL = (
-    "arg_min(channel, epoch_us(timestamp) + "
-    "CASE WHEN channel IN ('', 'Direct', 'Internal') THEN 100000000000000000 ELSE 0 END)"
-)
+# A direct event's sort key is pushed past every real time (epoch microseconds are about 1.8e15), so one
+# arg_min finds the earliest non-direct event when there is one, else the earliest event; one aggregate
+# instead of two is about a third cheaper.
+_LATE = "100000000000000000"
+_DIRECT = "channel IN ('', 'Direct', 'Internal')"
+_IDENTIFIED = "identified_user_id <> ''"
+_EFFECTIVE_USER = f"CASE WHEN {_IDENTIFIED} THEN identified_user_id ELSE user_id END"
 
-# The session's user: its last identified id if it has one, else its last visitor id, in one aggregate keyed
-# like SESSION_CHANNEL (identified rows ranked after every anonymous one).
-SESSION_USER = (
-    "arg_max(CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END, epoch_us(timestamp) + "
-    "CASE WHEN identified_user_id <> '' THEN 100000000000000000 ELSE 0 END)"
-)
+
+def session_channel(d: Dialect) -> str:
+    """The session's channel (see the module docstring) in one aggregate."""
+    return d.arg_min("channel", f"{d.epoch_us('timestamp')} + CASE WHEN {_DIRECT} THEN {_LATE} ELSE 0 END")
+
+
+def session_user(d: Dialect) -> str:
+    """The session's user: its last identified id if it has one, else its last visitor id, in one aggregate."""
+    return d.arg_max(_EFFECTIVE_USER, f"{d.epoch_us('timestamp')} + CASE WHEN {_IDENTIFIED} THEN {_LATE} ELSE 0 END")
+
 
 # Row-level expression of each parameter (over one event); entry/exit pages exist only per session.
 _ROW_EXPR = {
@@ -161,13 +168,12 @@ _ROW_EXPR = {
         "CASE WHEN screen_width > 0 AND screen_height > 0 "
         "THEN CAST(screen_width AS VARCHAR) || 'x' || CAST(screen_height AS VARCHAR) ELSE '' END"
     ),
-    # The referrer's host without a leading "www.", as the peer reports it.
-    "referrer": (
-        "lower(regexp_replace(regexp_extract(referrer, '^(?:[A-Za-z][A-Za-z0-9+.-]*://)?([^/?#:]*)', 1), "
-        "'^www\\.', ''))"
-    ),
-    "user_id": "CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END",
+    "user_id": _EFFECTIVE_USER,
 }
+# The referrer's host without a leading "www.", as the peer reports it.
+_REFERRER_HOST = "^(?:[A-Za-z][A-Za-z0-9+.-]*://)?([^/?#:]*)"
+_WWW = "^www\\."
+_PAGEVIEW = "type = 'pageview'"
 
 
 @dataclass(frozen=True)
@@ -195,42 +201,45 @@ def parse_parameter(name: object, field: str = "parameter", *, allow_prop: bool 
         raise InvalidRequestError.for_field(field, "must be a parameter name")
     if name in PARAMETERS:
         return name
-    if allow_prop and name.startswith(PROP_PREFIX) and _PROP_KEY.match(name[len(PROP_PREFIX) :]):
+    if allow_prop and name.startswith(PROP_PREFIX) and _PROP_KEY.match(name[len(PROP_PREFIX) :]) and encodable(name):
         return name
     allowed = ", ".join(sorted(PARAMETERS)) + (", prop:<key>" if allow_prop else "")
     raise InvalidRequestError.for_field(field, f"unknown parameter {name!r}; use one of {allowed}")
 
 
-_REJECTED_REGEX = (
-    (re.compile(r"\(\?<?[=!]"), "look-around is not supported"),
-    (re.compile(r"\\[1-9]|\(\?P=|\\k<"), "back-references are not supported"),
-    (re.compile(r"\(\?>|[*+?}]\+"), "atomic groups and possessive quantifiers are not supported"),
-    (re.compile(r"\\Z"), "\\Z is not supported (use $)"),
-    (re.compile(r"\\G"), "\\G is not supported"),
-)
-_REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
-MAX_REPEAT = 1000
+MAX_REPEAT = 1000  # RE2's own limit on a counted repetition
+# Errors are answered to the caller; RE2 would also print each one to stderr.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
 
 
 def validate_regex(pattern: object, field: str) -> str:
-    """A regex RE2 accepts: non-empty, at most 500 characters, compiles, no look-around or back-references."""
+    """A regex RE2 compiles (the engine of DuckDB and ClickHouse alike): non-empty, at most 500 characters.
+
+    RE2 itself is the judge, so every construct the engines refuse (look-around, back-references,
+    ``(?x)``, conditionals...) is a 400 naming ``field`` before any query is built.
+    """
     if not isinstance(pattern, str) or not pattern:
         raise InvalidRequestError.for_field(field, "the regular expression must be a non-empty string")
     if len(pattern) > MAX_REGEX:
         raise InvalidRequestError.for_field(field, f"the regular expression is longer than {MAX_REGEX} characters")
+    if not encodable(pattern):
+        raise InvalidRequestError.for_field(field, "the regular expression is not valid UTF-8 text")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # e.g. FutureWarning on POSIX classes, which RE2 supports
-            re.compile(pattern)
-    except re.error as exc:
-        raise InvalidRequestError.for_field(field, f"invalid regular expression: {exc}") from None
-    for rule, reason in _REJECTED_REGEX:
-        if rule.search(pattern):
-            raise InvalidRequestError.for_field(field, f"invalid regular expression: {reason}")
-    for match in _REPEAT.finditer(pattern):
-        if any(n and int(n) > MAX_REPEAT for n in match.groups()):
-            raise InvalidRequestError.for_field(field, f"invalid regular expression: repeat counts above {MAX_REPEAT}")
+        re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise InvalidRequestError.for_field(field, f"invalid regular expression: {reason}") from None
     return pattern
+
+
+def encodable(text: str) -> bool:
+    """False for text holding lone surrogates (valid in JSON escapes, impossible to store or bind as UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _value_text(value: object, field: str) -> str:
@@ -241,6 +250,8 @@ def _value_text(value: object, field: str) -> str:
     if isinstance(value, float) and math.isfinite(value):
         return str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, str):
+        if not encodable(value):
+            raise InvalidRequestError.for_field(field, "must be valid UTF-8 text (no lone surrogates)")
         return value
     raise InvalidRequestError.for_field(field, "each value must be a string or a number")
 
@@ -257,7 +268,7 @@ def _parse_one(index: int, item: object) -> Filter:
         )
     raw = item.get("value", [])
     if not isinstance(raw, list):
-        raw = [raw]
+        raise InvalidRequestError.for_field(f"{where}.value", "must be an array of values")
     if len(raw) > MAX_VALUES:
         raise InvalidRequestError.for_field(f"{where}.value", f"at most {MAX_VALUES} values per filter")
     if ftype in ("is_null", "is_not_null"):
@@ -269,7 +280,7 @@ def _parse_one(index: int, item: object) -> Filter:
         for j, value in enumerate(raw):
             try:
                 number = float(value) if not isinstance(value, bool) else math.nan
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past float range
                 number = math.nan
             if not math.isfinite(number):
                 raise InvalidRequestError.for_field(f"{where}.value[{j}]", f"{ftype} needs numeric values")
@@ -303,7 +314,10 @@ def parse_filters(text: str | None) -> tuple[Filter, ...]:
 def row_expression(parameter: str, d: Dialect, p: Params) -> str:
     """The per-event SQL expression of ``parameter`` (``prop:<key>`` reads the event's property)."""
     if parameter.startswith(PROP_PREFIX):
-        return d.json_string("props", p.add(json_path(parameter[len(PROP_PREFIX) :])))
+        return d.json_string("props", parameter[len(PROP_PREFIX) :], p)
+    if parameter == "referrer":
+        host = d.regex_extract("referrer", p.add(_REFERRER_HOST))
+        return f"lower({d.regex_replace(host, p.add(_WWW), p.add(''))})"
     if parameter not in _ROW_EXPR:
         raise ValueError(f"{parameter} has no per-event expression")
     return _ROW_EXPR[parameter]
@@ -312,15 +326,16 @@ def row_expression(parameter: str, d: Dialect, p: Params) -> str:
 def session_value(parameter: str, d: Dialect, p: Params) -> str:
     """The aggregate giving a session's one value of a session-level ``parameter`` (see module docstring)."""
     if parameter == "channel":
-        return SESSION_CHANNEL
+        return session_channel(d)
     if parameter == "entry_page":
-        return "coalesce(arg_min(pathname, timestamp) FILTER (WHERE type = 'pageview'), '')"
+        return f"coalesce({d.arg_min('pathname', 'timestamp', _PAGEVIEW)}, '')"
     if parameter == "exit_page":
-        return "coalesce(arg_max(pathname, timestamp) FILTER (WHERE type = 'pageview'), '')"
+        return f"coalesce({d.arg_max('pathname', 'timestamp', _PAGEVIEW)}, '')"
     if parameter == "user_id":
-        return SESSION_USER
+        return session_user(d)
     expr = row_expression(parameter, d, p)
-    return f"coalesce(arg_min({expr}, timestamp) FILTER (WHERE {expr} <> ''), '')"
+    first_set = d.arg_min(expr, "timestamp", f"{expr} <> ''")
+    return f"coalesce({first_set}, '')"
 
 
 def _join(parts: Iterable[str], op: str) -> str:
@@ -360,5 +375,5 @@ def session_condition(f: Filter, d: Dialect, p: Params) -> str:
     expr = row_expression(f.parameter, d, p)
     scope = "type = 'custom_event' AND " if f.prop_key is not None else ""
     if f.type in POSITIVE_OF:
-        return f"NOT coalesce(bool_or({scope}{compare(expr, POSITIVE_OF[f.type], f.values, d, p)}), false)"
-    return f"coalesce(bool_or({scope}{compare(expr, f.type, f.values, d, p)}), false)"
+        return f"NOT coalesce({d.bool_or(scope + compare(expr, POSITIVE_OF[f.type], f.values, d, p))}, false)"
+    return f"coalesce({d.bool_or(scope + compare(expr, f.type, f.values, d, p))}, false)"

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from api_backend.query.dialect import Dialect
 from api_backend.query.goals import goal_condition
 from api_backend.query.scope import Scope, scope_ctes
-from api_backend.query.sql import Dialect, Params, Query
+from api_backend.query.sql import Params, Query
 
 __all__ = ["build_funnel_query", "step_goal"]
 
@@ -41,7 +42,7 @@ def build_funnel_query(scope: Scope, steps: Sequence[Mapping[str, Any]], d: Dial
         conditions.append(goal_condition(goal_type, config, d, p, hostname=step.get("hostname") or None))
     flags = ", ".join(f"{c} AS m{i}" for i, c in enumerate(conditions, 1))
     parts = [
-        f"m AS MATERIALIZED (SELECT session_id, timestamp, {flags} FROM fe WHERE {' OR '.join(conditions)})",
+        d.cte("m", f"SELECT session_id, timestamp, {flags} FROM fe WHERE {' OR '.join(conditions)}", materialized=True),
         "s1 AS (SELECT session_id, min(timestamp) AS t FROM m WHERE m1 GROUP BY session_id)",
     ]
     for i in range(2, len(steps) + 1):

@@ -19,20 +19,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from api_backend.query.dialect import Dialect
 from api_backend.query.filters import (
-    SESSION_CHANNEL,
     SESSION_PARAMETERS,
-    SESSION_USER,
     Filter,
     compare,
+    session_channel,
     session_condition,
+    session_user,
     session_value,
 )
 from api_backend.query.metric import keeps_empty_value, session_values_sql
+from api_backend.query.paging import Page
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
-from api_backend.query.sql import Dialect, Params, Query, json_path
+from api_backend.query.sql import Params, Query
 
 __all__ = [
+    "BREAKDOWN_PAGE",
     "GoalSpec",
     "build_goal_breakdown_query",
     "build_goal_sessions_query",
@@ -44,7 +47,11 @@ __all__ = [
     "value_pattern_regex",
 ]
 
+# Breakdown values per page by default and at most: every real parameter (channel, country...) fits one page.
+BREAKDOWN_PAGE = 1000
+FIRST_BREAKDOWN_PAGE = Page(1, BREAKDOWN_PAGE)
 _REGEX_SPECIAL = set(".^$+?()[]{}|\\")
+_EMPTY = "''"
 _VALUE_FIELDS = {
     "outbound": ("url",),
     "button_click": ("text",),
@@ -86,8 +93,13 @@ def value_pattern_regex(pattern: str) -> str:
     return _pattern_regex(pattern.strip(), ".+")
 
 
+def _full_match(expr: str, regex: str, d: Dialect, p: Params) -> str:
+    """True when the RE2 ``regex`` matches the whole of ``expr`` (anchored here: both engines then only search)."""
+    return d.regex_search(expr, p.add(f"^(?:{regex})$"))
+
+
 def _property_condition(key: str, value: Any, d: Dialect, p: Params) -> str:
-    text = d.json_string("props", p.add(json_path(key)))
+    text = d.json_string("props", key, p)
     if isinstance(value, bool):
         return f"{text} = {p.add('true' if value else 'false')}"
     if isinstance(value, int | float):
@@ -116,7 +128,7 @@ def _path_match(pattern: str, d: Dialect, p: Params) -> str:
             f"({d.starts_with('pathname', p.add(prefix))} AND {d.length('pathname')} > {len(prefix)} "
             f"AND NOT {d.contains(rest, p.add('/'))})"
         )
-    return d.regex_full("pathname", p.add(path_pattern_regex(pattern)))
+    return _full_match("pathname", path_pattern_regex(pattern), d, p)
 
 
 def _type_test(goal_type: str, p: Params) -> str:
@@ -141,10 +153,8 @@ def _goal_tests(
     else:
         pattern = (config.get("valuePattern") or "").strip()
         if pattern:
-            regex = p.add(value_pattern_regex(pattern))
-            fields = [
-                d.regex_full(d.json_string("props", p.add(json_path(f))), regex) for f in _VALUE_FIELDS[goal_type]
-            ]
+            regex = value_pattern_regex(pattern)
+            fields = [_full_match(d.json_string("props", f, p), regex, d, p) for f in _VALUE_FIELDS[goal_type]]
             costly.append(fields[0] if len(fields) == 1 else "(" + " OR ".join(fields) + ")")
     if goal_type != "path":
         costly += [_property_condition(k, v, d, p) for k, v in _property_filters(config)]
@@ -197,10 +207,11 @@ def _goal_masks(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> list[str]:
     return masks
 
 
-def _mask_counts(goals: int) -> str:
+def _mask_counts(goals: int, d: Dialect) -> str:
     """``, count(*) FILTER (...) AS g0, ...``: sessions whose masks (from ``_goal_masks``) have each goal's bit."""
     return "".join(
-        f", count(*) FILTER (WHERE (m{i // _MASK_BITS} & {1 << (i % _MASK_BITS)}) <> 0) AS g{i}" for i in range(goals)
+        f", count(*) FILTER (WHERE {d.bit_and(f'm{i // _MASK_BITS}', str(1 << (i % _MASK_BITS)))} <> 0) AS g{i}"
+        for i in range(goals)
     )
 
 
@@ -215,9 +226,9 @@ def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Qu
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
     masks = _goal_masks(goals, d, p)
-    columns = "".join(f", bit_or({m}) AS m{j}" for j, m in enumerate(masks))
-    counts = _mask_counts(len(goals))
-    sql = f"""{start}per AS ({session_groups(scope, columns, d, p)})
+    columns = "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(masks))
+    counts = _mask_counts(len(goals), d)
+    sql = f"""{start}{d.cte("per", session_groups(scope, columns, d, p))}
 SELECT count(*) AS sessions{counts} FROM per"""
     return p.query(sql)
 
@@ -233,10 +244,10 @@ def build_goals_rollup_query(scope: Scope, goals: Sequence[GoalSpec], parameter:
     p = Params()
     where = window_condition(scope.site_ids, scope.window, p)
     value = session_value(parameter, d, p)
-    flags = "".join(f", bit_or({m}) AS m{j}" for j, m in enumerate(_goal_masks(goals, d, p)))
-    counts = _mask_counts(len(goals))
-    sql = f"""WITH per AS (SELECT session_id, {value} AS value{flags}
-             FROM events WHERE {where} GROUP BY session_id)
+    flags = "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(_goal_masks(goals, d, p)))
+    counts = _mask_counts(len(goals), d)
+    per = f"SELECT session_id, {value} AS value{flags} FROM events WHERE {where} GROUP BY session_id"
+    sql = f"""WITH {d.cte("per", per)}
 SELECT value, count(*) AS sessions{counts} FROM per GROUP BY value ORDER BY sessions DESC, value LIMIT {p.add(limit)}"""
     return p.query(sql)
 
@@ -250,7 +261,7 @@ def build_matching_values_query(values: Sequence[str], filters: Sequence[Filter]
     p = Params()
     value_list = p.add(list(values))
     tests = " AND ".join(compare("value", f.type, f.values, d, p) for f in filters) or "true"
-    sql = f"SELECT value FROM (SELECT unnest(CAST({value_list} AS VARCHAR[])) AS value) WHERE {tests}"
+    sql = f"SELECT value FROM (SELECT {d.unnest_strings(value_list)} AS value) AS v WHERE {tests}"
     return p.query(sql)
 
 
@@ -261,10 +272,10 @@ def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: 
     condition = goal_condition(goal.goal_type, goal.config, d, p)
 
     def last(col: str) -> str:
-        return f"arg_max({col}, timestamp) AS {col}"
+        return f"{d.arg_max(col, 'timestamp')} AS {col}"
 
     def first_set(col: str) -> str:
-        return f"coalesce(arg_min({col}, timestamp) FILTER (WHERE {col} <> ''), '') AS {col}"
+        return f"coalesce({d.arg_min(col, 'timestamp', f'{col} <> {_EMPTY}')}, '') AS {col}"
 
     last_cols = ", ".join(
         last(c)
@@ -287,7 +298,7 @@ def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: 
     )
     # Rank converted sessions on the cheap (end time only), then describe just the requested page.
     if scope.row_filters:
-        converted = session_groups(scope, ", max(timestamp) AS session_end", d, p, f"bool_or({condition})")
+        converted = session_groups(scope, ", max(timestamp) AS session_end", d, p, d.bool_or(condition))
     else:
         # Group only the rows of sessions with a matching event (a semi-join on the few matching rows) instead
         # of every session of the window with a per-row flag: about a third cheaper for a goal reached by a
@@ -301,58 +312,65 @@ def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: 
             f"WHERE {window_condition(scope.site_ids, scope.window, p)} AND session_id IN ({hits}) "
             f"GROUP BY session_id{f' HAVING {having}' if having else ''}"
         )
-    sql = f"""{start}conv AS MATERIALIZED ({converted}),
-page AS (SELECT session_id, row_number() OVER (ORDER BY session_end DESC, session_id) AS rn FROM conv
+    sql = f"""{start}{d.cte("conv", converted, materialized=True)},
+page AS (SELECT session_id AS page_session, row_number() OVER (ORDER BY session_end DESC, session_id) AS rn FROM conv
          ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)}),
 s AS (
   SELECT session_id,
-    {SESSION_USER} AS user_id,
+    {session_user(d)} AS user_id,
     {last_cols},
     {first_cols},
-    arg_min(hostname, timestamp) AS hostname,
-    {SESSION_CHANNEL} AS channel,
-    coalesce(arg_min(pathname, timestamp) FILTER (WHERE type = 'pageview'), '') AS entry_page,
-    coalesce(arg_max(pathname, timestamp) FILTER (WHERE type = 'pageview'), '') AS exit_page,
+    {d.arg_min("hostname", "timestamp")} AS hostname,
+    {session_channel(d)} AS channel,
+    {session_value("entry_page", d, p)} AS entry_page,
+    {session_value("exit_page", d, p)} AS exit_page,
     count(*) FILTER (WHERE type = 'pageview') AS pageviews,
     count(*) FILTER (WHERE type = 'custom_event') AS events,
     count(*) FILTER (WHERE type = 'error') AS errors,
     count(*) FILTER (WHERE type = 'outbound') AS outbound,
     min(timestamp) AS session_start,
     max(timestamp) AS session_end
-  {qualified_rows(scope, p)} AND session_id IN (SELECT session_id FROM page)
+  {qualified_rows(scope, p)} AND session_id IN (SELECT page_session FROM page)
   GROUP BY session_id)
 SELECT t.total_count, page.rn, s.*
 FROM (SELECT count(*) AS total_count FROM conv) AS t
-LEFT JOIN page ON true LEFT JOIN s ON s.session_id = page.session_id
+LEFT JOIN page ON true LEFT JOIN s ON s.session_id = page.page_session
 ORDER BY page.rn"""
     return p.query(sql)
 
 
-def build_goal_breakdown_query(scope: Scope, goal: GoalSpec, parameter: str, d: Dialect) -> Query:
-    """Rows ``(total_sessions, total_conversions, value, sessions, conversions)``; one row even with no value."""
+def build_goal_breakdown_query(
+    scope: Scope, goal: GoalSpec, parameter: str, d: Dialect, page: Page = FIRST_BREAKDOWN_PAGE
+) -> Query:
+    """Rows ``(total_sessions, total_conversions, total_values, value, sessions, conversions)`` of one page of
+    values, best conversion rate first (then most sessions, then value); one row even with no value."""
     p = Params()
     start = opening(scope, d, p, rows_needed=parameter not in SESSION_PARAMETERS)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
     if parameter in SESSION_PARAMETERS:
         # One value per session: value and conversion come out of the same grouping.
         keep = "" if keeps_empty_value(parameter) else "WHERE value <> ''"
-        columns = f", {session_value(parameter, d, p)} AS value, bool_or({condition}) AS converted"
-        sql = f"""{start}conv AS MATERIALIZED ({session_groups(scope, columns, d, p)}),
+        columns = f", {session_value(parameter, d, p)} AS value, {d.bool_or(condition)} AS converted"
+        sql = f"""{start}{d.cte("conv", session_groups(scope, columns, d, p), materialized=True)},
 grouped AS (
   SELECT value, count(*) AS sessions, count(*) FILTER (WHERE converted) AS conversions
   FROM conv {keep} GROUP BY value),
 """
     else:
         keep = "" if keeps_empty_value(parameter) else "WHERE sv.value <> ''"
-        columns = f", bool_or({condition}) AS converted"
-        sql = f"""{start}conv AS MATERIALIZED ({session_groups(scope, columns, d, p)}),
+        columns = f", {d.bool_or(condition)} AS converted"
+        sql = f"""{start}{d.cte("conv", session_groups(scope, columns, d, p), materialized=True)},
 grouped AS (
   SELECT sv.value, count(*) AS sessions, count(*) FILTER (WHERE conv.converted) AS conversions
   FROM ({session_values_sql(parameter, d, p)}) AS sv JOIN conv USING (session_id) {keep}
   GROUP BY sv.value),
 """
-    sql += """totals AS (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions
-           FROM conv)
-SELECT t.total_sessions, t.total_conversions, g.value, g.sessions, g.conversions
-FROM totals AS t LEFT JOIN grouped AS g ON true"""
+    sql += f"""totals AS (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions,
+             (SELECT count(*) FROM grouped) AS total_values
+           FROM conv),
+paged AS (SELECT * FROM grouped
+  ORDER BY CAST(conversions AS DOUBLE) / sessions DESC, sessions DESC, value
+  LIMIT {int(page.limit)} OFFSET {int(page.offset)})
+SELECT t.total_sessions, t.total_conversions, t.total_values, g.value, g.sessions, g.conversions
+FROM totals AS t LEFT JOIN paged AS g ON true"""
     return p.query(sql)

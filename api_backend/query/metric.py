@@ -10,9 +10,10 @@ events carried.
 
 from __future__ import annotations
 
+from api_backend.query.dialect import Dialect
 from api_backend.query.filters import PROP_PREFIX, SESSION_PARAMETERS, session_value
 from api_backend.query.scope import Scope, opening, session_groups
-from api_backend.query.sql import Dialect, Params, Query, json_path
+from api_backend.query.sql import Params, Query
 
 __all__ = ["build_metric_query", "keeps_empty_value", "session_values_sql"]
 
@@ -33,7 +34,7 @@ def session_values_sql(parameter: str, d: Dialect, p: Params) -> str:
     if parameter == "event_name":
         return "SELECT DISTINCT session_id, event_name AS value FROM fe WHERE type = 'custom_event'"
     if parameter.startswith(PROP_PREFIX):
-        value = d.json_string("props", p.add(json_path(parameter[len(PROP_PREFIX) :])))
+        value = d.json_string("props", parameter[len(PROP_PREFIX) :], p)
         return f"SELECT DISTINCT session_id, {value} AS value FROM fe WHERE type = 'custom_event'"
     raise ValueError(f"unknown parameter {parameter}")
 
@@ -58,7 +59,7 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
     elif parameter in SESSION_PARAMETERS:
         # One value per session: its pageviews and bounce come along in the same (single) pass.
         columns = f", {session_value(parameter, d, p)} AS value, count(*) FILTER (WHERE type = 'pageview') AS pv"
-        per = f"per AS MATERIALIZED ({session_groups(scope, columns, d, p)}),\n"
+        per = d.cte("per", session_groups(scope, columns, d, p), materialized=True) + ",\n"
         total_sessions = "SELECT count(*) FROM per"
         agg = (
             f"SELECT value, count(*) AS count, count(*) AS sessions, sum(pv) AS pageviews, "
@@ -70,7 +71,7 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
             f"FROM ({session_values_sql(parameter, d, p)}) AS sv {keep} GROUP BY value"
         )
     lo, hi = p.add(offset), p.add(offset + limit)
-    sql = f"""{start}{per}agg AS MATERIALIZED ({agg}),
+    sql = f"""{start}{per}{d.cte("agg", agg, materialized=True)},
 ranked AS (SELECT *, row_number() OVER (ORDER BY count DESC, value) AS rn FROM agg),
 totals AS (SELECT (SELECT count(*) FROM agg) AS total_values,
                   ({total_sessions}) AS total_sessions)

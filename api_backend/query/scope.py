@@ -13,11 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from api_backend.query.dialect import Dialect
 from api_backend.query.filters import Filter, compare, row_expression, session_condition
-from api_backend.query.sql import Dialect, Params
+from api_backend.query.sql import Params, Query
 from api_backend.query.window import Window
 
-__all__ = ["Scope", "opening", "qualified_rows", "scope_ctes", "session_groups", "window_condition"]
+__all__ = [
+    "Scope",
+    "opening",
+    "qualified_rows",
+    "scope_ctes",
+    "session_groups",
+    "window_condition",
+    "window_version_query",
+]
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,12 @@ def window_condition(site_ids: tuple[int, ...], window: Window, p: Params) -> st
     return " AND ".join(parts)
 
 
+def window_version_query(site_ids: tuple[int, ...], window: Window) -> Query:
+    """``n``: the number of events of ``site_ids`` in ``window`` (the key that changes with every write into it)."""
+    p = Params()
+    return p.query(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)}")
+
+
 def scope_ctes(scope: Scope, d: Dialect, p: Params) -> str:
     """``WITH [qs AS (...),] fe AS (...)``: ``fe`` holds the in-window rows of the qualifying sessions."""
     where = window_condition(scope.site_ids, scope.window, p)
@@ -64,7 +79,7 @@ def scope_ctes(scope: Scope, d: Dialect, p: Params) -> str:
         fe_where.append("session_id IN (SELECT session_id FROM qs)")
     for f in scope.row_filters:
         fe_where.append(compare(row_expression(f.parameter, d, p), f.type, f.values, d, p))
-    ctes.append(f"fe AS NOT MATERIALIZED (SELECT * FROM events WHERE {' AND '.join(fe_where)})")
+    ctes.append(d.cte("fe", f"SELECT * FROM events WHERE {' AND '.join(fe_where)}", materialized=False))
     return "WITH " + ",\n".join(ctes)
 
 

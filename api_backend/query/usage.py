@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from api_backend.query.dialect import Dialect
 from api_backend.query.scope import window_condition
-from api_backend.query.sql import Dialect, Params, Query
+from api_backend.query.sql import Params, Query
 from api_backend.query.window import Window
 from api_backend.query.zones import local_time
 from api_backend.store.events import EVENT_TYPES

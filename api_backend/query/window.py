@@ -8,6 +8,9 @@ Every malformed value is reported (all messages joined by "; ") as one 400 befor
   up to now (inclusive). Days around a DST change are 23 or 25 hours long.
 - ``start_datetime``/``end_datetime``: instants, start inclusive, end exclusive; no offset means UTC.
 - ``past_minutes_start``/``past_minutes_end``: ``now - start < t <= now - end`` (second precision).
+
+Bounds keep every request's work finite: dates and instants lie in 1970..2100 and a window spans at most
+``MAX_WINDOW_DAYS`` days (past minutes included); anything else is a 400 naming the limit.
 """
 
 from __future__ import annotations
@@ -21,11 +24,17 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from api_backend.errors import FieldError, InvalidRequestError
 
-__all__ = ["Window", "local_midnight_utc", "parse_time_zone", "parse_window", "to_local", "to_utc"]
+__all__ = ["MAX_WINDOW_DAYS", "Window", "local_midnight_utc", "parse_time_zone", "parse_window", "to_local", "to_utc"]
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?$")
-_NUMBER = re.compile(r"^\d+(\.\d+)?$")
+# The longest window a read may ask for: ten years and a few leap days. Per-day answers (organization usage)
+# stay well under a megabyte and no scan is asked to cover more than the store could hold.
+MAX_WINDOW_DAYS = 3660
+MAX_PAST_MINUTES = MAX_WINDOW_DAYS * 24 * 60
+FIRST_YEAR, LAST_YEAR = 1970, 2100
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?$", re.ASCII)
+_NUMBER = re.compile(r"^\d{1,12}(\.\d{1,6})?$", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -89,10 +98,14 @@ def _date(name: str, value: str, errors: list[FieldError]) -> date | None:
         errors.append(FieldError(name, f"Invalid {name} format. Use YYYY-MM-DD"))
         return None
     try:
-        return date.fromisoformat(value)
+        parsed = date.fromisoformat(value)
     except ValueError:
         errors.append(FieldError(name, f"Invalid {name} value"))
         return None
+    if not FIRST_YEAR <= parsed.year <= LAST_YEAR:
+        errors.append(FieldError(name, f"{name} must lie within {FIRST_YEAR}..{LAST_YEAR}"))
+        return None
+    return parsed
 
 
 def _datetime(name: str, value: str, errors: list[FieldError]) -> datetime | None:
@@ -109,9 +122,17 @@ def _datetime(name: str, value: str, errors: list[FieldError]) -> datetime | Non
     except ValueError:
         errors.append(FieldError(name, f"Invalid {name} value"))
         return None
+    # Checked before the shift to UTC, which overflows at the ends of the calendar.
+    if not FIRST_YEAR <= parsed.year <= LAST_YEAR:
+        errors.append(FieldError(name, f"{name} must lie within {FIRST_YEAR}..{LAST_YEAR}"))
+        return None
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     return parsed
+
+
+def _too_long(names: str) -> str:
+    return f"the window from {names} is longer than {MAX_WINDOW_DAYS} days; choose a shorter range"
 
 
 def parse_window(params: Mapping[str, str | None], now: datetime | None = None) -> Window:
@@ -151,6 +172,12 @@ def parse_window(params: Mapping[str, str | None], now: datetime | None = None) 
             minutes[name] = float(value)
     if bad_minutes:
         errors.append(FieldError("past_minutes_start", "past_minutes values must be non-negative numbers"))
+    elif any(m > MAX_PAST_MINUTES for m in minutes.values()):
+        errors.append(
+            FieldError(
+                "past_minutes_start", f"past_minutes values must be at most {MAX_PAST_MINUTES} ({MAX_WINDOW_DAYS} days)"
+            )
+        )
     if bool(raw.get("past_minutes_start")) != bool(raw.get("past_minutes_end")):
         errors.append(
             FieldError("past_minutes_start", "past_minutes_start and past_minutes_end must be provided together")
@@ -162,6 +189,11 @@ def parse_window(params: Mapping[str, str | None], now: datetime | None = None) 
                 "past_minutes_start must be greater than past_minutes_end (start = older, end = newer)",
             )
         )
+
+    if start_date is not None and end_date is not None and (end_date - start_date).days >= MAX_WINDOW_DAYS:
+        errors.append(FieldError("start_date", _too_long("start_date and end_date")))
+    elif start_dt is not None and end_dt is not None and end_dt - start_dt > timedelta(days=MAX_WINDOW_DAYS):
+        errors.append(FieldError("start_datetime", _too_long("start_datetime and end_datetime")))
 
     if errors:
         raise InvalidRequestError("; ".join(e.message for e in errors), errors)

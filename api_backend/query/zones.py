@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from api_backend.query.sql import Dialect, Params
+from api_backend.query.dialect import Dialect
+from api_backend.query.sql import Params
 from api_backend.query.window import Window
 
 __all__ = ["constant_offset", "local_time", "offset_changes", "window_cover", "window_offsets"]

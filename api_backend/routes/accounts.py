@@ -5,18 +5,16 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Body, status
+from fastapi import APIRouter, Body, Request, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from api_backend.auth import CurrentUser, PrincipalDep, ServicesDep
-from api_backend.errors import AuthenticationRequiredError, NotFoundError, RateLimitedError
+from api_backend.errors import AuthenticationRequiredError, NotFoundError
 from api_backend.formats import iso_utc
-from api_backend.store.models import utcnow
+from api_backend.services import Services
+from api_backend.throttle import LoginThrottle
 
 router = APIRouter(tags=["accounts"])
-
-LOGIN_WINDOW = timedelta(minutes=15)
-MAX_FAILED_LOGINS = 10
 
 
 class LoginBody(BaseModel):
@@ -30,16 +28,23 @@ class ApiKeyBody(BaseModel):
     name: str = Field(min_length=1, max_length=255)
 
 
+def _source_address(request: Request, services: Services) -> str:
+    """The caller's address (the first ``X-Forwarded-For`` entry behind a trusted proxy)."""
+    address = request.client.host if request.client else ""
+    if services.settings.trust_proxy:
+        forwarded = request.headers.get("x-forwarded-for", "").split(",", 1)[0].strip()
+        address = forwarded or address
+    return address
+
+
 @router.post("/auth/login")
-def login(body: LoginBody, services: ServicesDep) -> dict[str, str]:
-    """Exchange email and password for an expiring bearer token."""
-    failures, oldest = services.metadata.recent_login_failures(body.email, LOGIN_WINDOW)
-    if failures >= MAX_FAILED_LOGINS:
-        retry = int(((oldest + LOGIN_WINDOW) - utcnow()).total_seconds()) + 1 if oldest else 60
-        raise RateLimitedError("Too many failed sign-in attempts for this email; try again later.", max(retry, 1))
-    user = services.metadata.check_password(body.email, body.password)
+def login(body: LoginBody, services: ServicesDep, request: Request) -> dict[str, str]:
+    """Exchange email and password for an expiring bearer token (throttled: see ``api_backend.throttle``)."""
+    throttle: LoginThrottle = request.app.state.login_throttle
+    with throttle.attempt(body.email, _source_address(request, services)) as attempt:
+        user = services.metadata.check_password(body.email, body.password)
+        attempt.failed = user is None
     if user is None:
-        services.metadata.record_login_failure(body.email)
         raise AuthenticationRequiredError("Wrong email or password.")
     token, expires_at = services.metadata.create_login_token(
         user.id, timedelta(days=services.settings.login_token_days)

@@ -15,7 +15,7 @@ from api_backend.formats import iso_utc
 from api_backend.query.buckets import bucket_instants, bucket_starts, parse_bucket
 from api_backend.query.errors import build_error_events_query, build_error_names_query, build_error_series_query
 from api_backend.query.paging import parse_page
-from api_backend.routes.read_params import ReadQuery, dialect_of, run_cached_query
+from api_backend.routes.read_params import ReadQuery
 
 router = APIRouter(tags=["errors"])
 
@@ -41,8 +41,8 @@ def error_names(
     """Error messages sorted by occurrences; ``percentage`` = occurrences x 100 / all error occurrences."""
     paging = parse_page(page, limit, 10, 100)
     scope = params.scope(access.site.site_id)
-    rows = run_cached_query(
-        services, build_error_names_query(scope, paging.limit, paging.offset, dialect_of(services)), scope
+    rows = services.reader.rows(
+        build_error_names_query(scope, paging.limit, paging.offset, services.reader.dialect), scope
     )
     data = []
     for row in rows:
@@ -75,8 +75,8 @@ def error_events(
     message = _required_message(error_message)
     paging = parse_page(page, limit, 20, 100)
     scope = params.scope(access.site.site_id)
-    query = build_error_events_query(scope, message, paging.limit, paging.offset, dialect_of(services))
-    rows = run_cached_query(services, query, scope)
+    query = build_error_events_query(scope, message, paging.limit, paging.offset, services.reader.dialect)
+    rows = services.reader.rows(query, scope)
     data = []
     for row in rows:
         if row["rn"] is None:
@@ -101,7 +101,7 @@ def error_series(
     size = parse_bucket(bucket)
     scope = params.scope(access.site.site_id)
     starts = bucket_starts(scope.window, size)  # validates the bucket count before querying
-    rows = run_cached_query(services, build_error_series_query(scope, message, size, dialect_of(services)), scope)
+    rows = services.reader.rows(build_error_series_query(scope, message, size, services.reader.dialect), scope)
     counts = {r["bucket"]: int(r["error_count"]) for r in rows}
     if scope.window.is_all_time and counts:
         starts = bucket_starts(scope.window, size, min(counts), max(counts))

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body
 from api_backend.auth import ServicesDep, SiteReader
 from api_backend.errors import FieldError, InvalidRequestError
 from api_backend.query.funnels import build_funnel_query
-from api_backend.routes.read_params import ReadQuery, dialect_of, run_cached_query
+from api_backend.routes.read_params import ReadQuery
 
 router = APIRouter(tags=["analytics"])
 
@@ -92,7 +92,7 @@ def analyze_funnel(
     """Sessions per step (each step strictly after the previous), conversion and drop-off in percent."""
     steps = validate_funnel_body(body)
     scope = params.scope(access.site.site_id)
-    row = run_cached_query(services, build_funnel_query(scope, steps, dialect_of(services)), scope)[0]
+    row = services.reader.rows(build_funnel_query(scope, steps, services.reader.dialect), scope)[0]
     counts = [int(row[f"s{i}"]) for i in range(1, len(steps) + 1)]
     data = []
     for i, step in enumerate(steps):

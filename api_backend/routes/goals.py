@@ -13,14 +13,13 @@ from api_backend.formats import iso_utc
 from api_backend.goals import goal_json, validate_goal_body
 from api_backend.query.filters import parse_parameter
 from api_backend.query.goals import (
+    BREAKDOWN_PAGE,
     GoalSpec,
     build_goal_breakdown_query,
     build_goal_sessions_query,
-    build_goals_query,
 )
 from api_backend.query.paging import parse_page
-from api_backend.query.rollups import goals_counts_from_rollup
-from api_backend.routes.read_params import ReadQuery, dialect_of, run_cached_query, run_query
+from api_backend.routes.read_params import ReadQuery
 from api_backend.services import Services
 from api_backend.store.models import Goal
 
@@ -29,6 +28,8 @@ router = APIRouter(tags=["goals"])
 SORTS = ("goalId", "name", "goalType", "createdAt")
 GOAL_EXAMPLE = {"name": "Signed up", "goalType": "path", "config": {"pathPattern": "/welcome"}}
 Z95 = 1.959963984540054
+# Fewer sessions than this and a breakdown row is flagged ``small_sample`` (api_client.client.SMALL_SAMPLE agrees).
+SMALL_SAMPLE = 30
 
 
 def _spec(goal: Goal) -> GoalSpec:
@@ -43,9 +44,14 @@ def _site_goal(services: Services, site_id: int, goal_id: int) -> Goal:
 
 
 def wilson_interval(conversions: int, sessions: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (0..1); (0, 0) without sessions."""
-    if sessions == 0:
-        return 0.0, 0.0
+    """The Wilson score interval of a proportion (0..1); ``(0, 1)`` without sessions.
+
+    No sessions say nothing about the rate, so the interval is the whole range rather than a certain 0. The SDK
+    computes the same interval (``api_client.wilson_interval``) for servers without the breakdown route; it cannot
+    import this one, so a test holds the two equal.
+    """
+    if sessions <= 0:
+        return 0.0, 1.0
     rate = conversions / sessions
     denom = 1 + z * z / sessions
     centre = (rate + z * z / (2 * sessions)) / denom
@@ -82,12 +88,8 @@ def list_goals(
     }
     if not goals:
         return {"data": [], "meta": meta}
-    specs, dialect = [_spec(g) for g in goals], dialect_of(services)
-    cache = services.goals_rollups
-    # Filtered on one session-level parameter (the channel recipe): a sum over the cached per-value rollup.
-    row = goals_counts_from_rollup(cache, scope, specs, lambda q: run_query(services, q), dialect)
-    if row is None:
-        row = run_cached_query(services, build_goals_query(scope, specs, dialect), scope)[0]
+    # Filtered on one session-level parameter (the channel recipe), the reader sums a cached per-value rollup.
+    row = services.reader.goals_counts(scope, [_spec(g) for g in goals])
     sessions = int(row["sessions"])
     conversions = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
     return {"data": [goal_json(g, conversions, sessions) for g in goals], "meta": meta}
@@ -148,8 +150,8 @@ def goal_sessions(
     goal = _site_goal(services, access.site.site_id, goal_id)
     paging = parse_page(page, limit, 25, 100)
     scope = params.scope(access.site.site_id)
-    query = build_goal_sessions_query(scope, _spec(goal), paging.limit, paging.offset, dialect_of(services))
-    rows = run_cached_query(services, query, scope)
+    query = build_goal_sessions_query(scope, _spec(goal), paging.limit, paging.offset, services.reader.dialect)
+    rows = services.reader.rows(query, scope)
     total = int(rows[0]["total_count"]) if rows else 0
     return {"data": [_session_json(r) for r in rows if r["rn"] is not None], "totalCount": total}
 
@@ -161,15 +163,20 @@ def goal_breakdown(
     params: ReadQuery,
     goal_id: int,
     parameter: Annotated[str | None, Query(description="any filter parameter, e.g. channel")] = None,
+    page: Annotated[str | None, Query(description="1-based page of values (default 1)")] = None,
+    limit: Annotated[
+        str | None, Query(description=f"values per page, 1..{BREAKDOWN_PAGE} (default {BREAKDOWN_PAGE})")
+    ] = None,
 ) -> dict[str, Any]:
-    """Sessions, conversions, conversion rate and its 95% Wilson interval per value of ``parameter``."""
+    """Sessions, conversions, conversion rate and its 95% Wilson interval per value of ``parameter``, paged."""
     goal = _site_goal(services, access.site.site_id, goal_id)
     if not parameter:
         raise InvalidRequestError.for_field("parameter", "is required")
     parameter = parse_parameter(parameter)
+    paging = parse_page(page, limit, BREAKDOWN_PAGE, BREAKDOWN_PAGE)
     scope = params.scope(access.site.site_id)
-    query = build_goal_breakdown_query(scope, _spec(goal), parameter, dialect_of(services))
-    rows = run_cached_query(services, query, scope)
+    query = build_goal_breakdown_query(scope, _spec(goal), parameter, services.reader.dialect, paging)
+    rows = services.reader.rows(query, scope)
     data = []
     for row in rows:
         if row["value"] is None:
@@ -184,13 +191,14 @@ def goal_breakdown(
                 "conversion_rate": conversions / sessions if sessions else 0.0,
                 "ci_low": low,
                 "ci_high": high,
-                "small_sample": sessions < 30,
+                "small_sample": sessions < SMALL_SAMPLE,
             }
         )
     data.sort(key=lambda r: (-r["conversion_rate"], -r["sessions"], r["value"]))
-    first = rows[0] if rows else {"total_sessions": 0, "total_conversions": 0}
+    first = rows[0] if rows else {"total_sessions": 0, "total_conversions": 0, "total_values": 0}
     return {
         "data": data,
+        "totalCount": int(first["total_values"]),
         "meta": {
             "goalId": goal.goal_id,
             "parameter": parameter,

@@ -12,7 +12,7 @@ from api_backend.query.filters import parse_parameter
 from api_backend.query.metric import build_metric_query
 from api_backend.query.paging import parse_page
 from api_backend.query.scope import Scope
-from api_backend.routes.read_params import ReadQuery, dialect_of, run_cached_query
+from api_backend.routes.read_params import ReadQuery
 
 router = APIRouter(tags=["analytics"])
 
@@ -38,8 +38,8 @@ def metric(
     if parameter == "event_name":
         # Listing event names: an event_name filter narrows the events counted, not the sessions.
         scope = Scope(scope.site_ids, scope.window, scope.filters, frozenset({"event_name"}))
-    query = build_metric_query(scope, parameter, paging.limit, paging.offset, dialect_of(services))
-    rows = run_cached_query(services, query, scope)
+    query = build_metric_query(scope, parameter, paging.limit, paging.offset, services.reader.dialect)
+    rows = services.reader.rows(query, scope)
     total_sessions = int(rows[0]["total_sessions"]) if rows else 0
     data = []
     for row in rows:

@@ -1,4 +1,4 @@
-"""The common parameters of every analytics read route, and the one way those routes run a query.
+"""The common parameters of every analytics read route.
 
 Routes declare ``params: ReadQuery`` (so the parameters appear in the OpenAPI document) and turn them
 into a ``Scope`` here; every value is validated before any query runs (400 otherwise).
@@ -6,21 +6,17 @@ into a ``Scope`` here; every value is validated before any query runs (400 other
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Query
 
-from api_backend.errors import InvalidRequestError
 from api_backend.query.filters import Filter, parse_filters
 from api_backend.query.scope import Scope
-from api_backend.query.sql import DUCKDB, Dialect
-from api_backend.query.sql import Query as SQLQuery
 from api_backend.query.window import Window, parse_window
-from api_backend.services import Services
 
-__all__ = ["ReadParams", "ReadQuery", "WindowQuery", "dialect_of", "run_cached_query", "run_query"]
+__all__ = ["ReadParams", "ReadQuery", "WindowQuery"]
 
 
 @dataclass(frozen=True)
@@ -61,27 +57,6 @@ class ReadParams:
         return Scope((site_id,), window, self.parsed_filters())
 
 
-def read_params(
-    start_date: Annotated[str | None, Query(description="YYYY-MM-DD, with end_date, in time_zone")] = None,
-    end_date: Annotated[str | None, Query(description="YYYY-MM-DD (inclusive day), with start_date")] = None,
-    time_zone: Annotated[str | None, Query(description="IANA zone name; default UTC")] = None,
-    start_datetime: Annotated[str | None, Query(description="ISO instant (inclusive); no offset = UTC")] = None,
-    end_datetime: Annotated[str | None, Query(description="ISO instant (exclusive)")] = None,
-    past_minutes_start: Annotated[str | None, Query(description="minutes ago where the window starts")] = None,
-    past_minutes_end: Annotated[str | None, Query(description="minutes ago where the window ends")] = None,
-    filters: Annotated[
-        str | None, Query(description='JSON array of {"parameter", "type", "value": [...]} selecting sessions')
-    ] = None,
-) -> ReadParams:
-    """Collect the common parameters (validated later, so all problems are reported together)."""
-    return ReadParams(
-        start_date, end_date, time_zone, start_datetime, end_datetime, past_minutes_start, past_minutes_end, filters
-    )
-
-
-ReadQuery = Annotated[ReadParams, Depends(read_params)]
-
-
 def window_params(
     start_date: Annotated[str | None, Query(description="YYYY-MM-DD, with end_date, in time_zone")] = None,
     end_date: Annotated[str | None, Query(description="YYYY-MM-DD (inclusive day), with start_date")] = None,
@@ -91,7 +66,7 @@ def window_params(
     past_minutes_start: Annotated[str | None, Query(description="minutes ago where the window starts")] = None,
     past_minutes_end: Annotated[str | None, Query(description="minutes ago where the window ends")] = None,
 ) -> ReadParams:
-    """The time parameters only, for routes that take no filters."""
+    """The time parameters (validated later, so all problems are reported together); routes without filters."""
     return ReadParams(
         start_date, end_date, time_zone, start_datetime, end_datetime, past_minutes_start, past_minutes_end
     )
@@ -100,29 +75,19 @@ def window_params(
 WindowQuery = Annotated[ReadParams, Depends(window_params)]
 
 
-def dialect_of(services: Services) -> Dialect:
-    """The SQL dialect of the configured event store."""
-    if services.events.dialect == "duckdb":
-        return DUCKDB
-    raise RuntimeError(f"no query dialect for {services.events.dialect}")
+def filters_param(
+    filters: Annotated[
+        str | None, Query(description='JSON array of {"parameter", "type", "value": [...]} selecting sessions')
+    ] = None,
+) -> str | None:
+    """The raw ``filters`` value."""
+    return filters
 
 
-def run_query(services: Services, query: SQLQuery) -> list[dict[str, Any]]:
-    """Run a built query on the event store; an engine refusing a validated regex is still the caller's 400."""
-    try:
-        return services.events.query_dicts(query.sql, query.params)
-    except Exception as exc:
-        text = str(exc).lower()
-        if any(word in text for word in ("regex", "regular expression", "repetition", "escape sequence")):
-            raise InvalidRequestError.for_field("filters", "the regular expression is not supported") from None
-        raise
+def read_params(window: WindowQuery, filters: Annotated[str | None, Depends(filters_param)]) -> ReadParams:
+    """The time parameters and the filters (validated later, so all problems are reported together)."""
+    # Both come from sub-dependencies so the OpenAPI document lists the window first, then ``filters``.
+    return replace(window, filters=filters)
 
 
-def run_cached_query(services: Services, query: SQLQuery, scope: Scope) -> list[dict[str, Any]]:
-    """``run_query`` through the result cache, for a query reading ``scope``'s window of its sites.
-
-    The cache answers only while no event entered that window since the result was computed (see
-    ``api_backend.query.results``), so a read always includes every event acknowledged before it.
-    """
-    cache = services.read_results
-    return cache.run(query, scope.site_ids, scope.window, lambda q: run_query(services, q))
+ReadQuery = Annotated[ReadParams, Depends(read_params)]

@@ -20,8 +20,8 @@ class PrivateLinkAction(BaseModel):
 
 @router.get("/sites/{site_id}")
 def get_site(access: SiteReader) -> dict[str, Any]:
-    """The Site object (any caller who may read the site)."""
-    return site_json(access.site, is_owner=access.is_admin)
+    """The Site object (any caller who may read the site; non-members see less)."""
+    return site_json(access.site, is_owner=access.is_admin, member=access.role is not None)
 
 
 @router.delete("/sites/{site_id}")

@@ -17,9 +17,10 @@ from pydantic import BaseModel, Field
 from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError
 from api_backend.ingest.batch import BatchOutcome, paused_gc
 from api_backend.ingest.fastpath import holds_float, load_json
-from api_backend.ingest.payload import TrackEvent, parse_event, parse_identify
+from api_backend.ingest.payload import EVENT_NAME_LIMIT, STRING_LIMITS, TrackEvent, parse_event, parse_identify
 from api_backend.ingest.pipeline import ClientInfo
 from api_backend.services import Services
+from api_backend.sites import check_site_key
 from api_backend.store.events import EVENT_TYPES
 
 router = APIRouter(tags=["tracking"])
@@ -32,16 +33,18 @@ class TrackEventBody(BaseModel):
 
     site_id: str | int = Field(description="Numeric siteId or the string id.")
     type: Literal[EVENT_TYPES] = Field(description="Event type.")  # type: ignore[valid-type]
-    hostname: str | None = Field(None, max_length=253)
-    pathname: str | None = Field(None, max_length=2048)
-    querystring: str | None = Field(None, max_length=2048)
+    hostname: str | None = Field(None, max_length=STRING_LIMITS["hostname"])
+    pathname: str | None = Field(None, max_length=STRING_LIMITS["pathname"])
+    querystring: str | None = Field(None, max_length=STRING_LIMITS["querystring"])
     screenWidth: int | None = Field(None, ge=0)  # noqa: N815 (wire name)
     screenHeight: int | None = Field(None, ge=0)  # noqa: N815 (wire name)
-    language: str | None = Field(None, max_length=35)
-    page_title: str | None = Field(None, max_length=512)
-    referrer: str | None = Field(None, max_length=2048)
-    user_id: str | None = Field(None, max_length=255, description="Your own id of the user (identified user).")
-    event_name: str | None = Field(None, max_length=256)
+    language: str | None = Field(None, max_length=STRING_LIMITS["language"])
+    page_title: str | None = Field(None, max_length=STRING_LIMITS["page_title"])
+    referrer: str | None = Field(None, max_length=STRING_LIMITS["referrer"])
+    user_id: str | None = Field(
+        None, max_length=STRING_LIMITS["user_id"], description="Your own id of the user (identified user)."
+    )
+    event_name: str | None = Field(None, max_length=EVENT_NAME_LIMIT)
     properties: str | dict[str, Any] | None = Field(None, description="JSON-encoded string or object.")
     lcp: float | None = None
     cls: float | None = None
@@ -49,8 +52,12 @@ class TrackEventBody(BaseModel):
     fcp: float | None = None
     ttfb: float | None = None
     ip_address: str | None = Field(None, description="Honoured only with a valid API key.")
-    user_agent: str | None = Field(None, max_length=512, description="Honoured only with a valid API key.")
-    api_key: str | None = Field(None, description="API key (or send it as Authorization: Bearer).")
+    user_agent: str | None = Field(
+        None, max_length=STRING_LIMITS["user_agent"], description="Honoured only with a valid API key."
+    )
+    api_key: str | None = Field(
+        None, max_length=STRING_LIMITS["api_key"], description="API key (or send it as Authorization: Bearer)."
+    )
 
 
 class IdentifyBody(BaseModel):
@@ -253,4 +260,4 @@ async def identify(request: Request) -> JSONResponse:
 @router.get("/site/tracking-config/{site_id}", responses={404: {"description": "Unknown site"}})
 async def tracking_config(site_id: str, request: Request) -> dict[str, bool]:
     """The switches the browser tracker reads (public: they reveal nothing private)."""
-    return dict(_services(request).ingestor.site_rules(site_id).tracking_config)
+    return dict(_services(request).ingestor.site_rules(check_site_key(site_id)).tracking_config)

@@ -11,7 +11,7 @@ from api_backend.auth import OrgMember, ServicesDep
 from api_backend.query.scope import Scope
 from api_backend.query.usage import USAGE_COLUMNS, build_usage_query
 from api_backend.query.window import Window, local_midnight_utc, to_local
-from api_backend.routes.read_params import WindowQuery, dialect_of, run_cached_query
+from api_backend.routes.read_params import WindowQuery
 
 router = APIRouter(tags=["organizations"])
 
@@ -31,8 +31,8 @@ def org_event_count(access: OrgMember, services: ServicesDep, params: WindowQuer
     site_ids = tuple(s.site_id for s in services.metadata.sites_of(access.organization.id))
     rows = []
     if site_ids and (window.end is None or window.start is None or window.start <= window.end):
-        query = build_usage_query(site_ids, window, dialect_of(services))
-        rows = run_cached_query(services, query, Scope(site_ids, window))
+        query = build_usage_query(site_ids, window, services.reader.dialect)
+        rows = services.reader.rows(query, Scope(site_ids, window))
     by_day = {r["day"]: r for r in rows}
     first = to_local(window.start, zone).date()
     last_instant = window.end if window.include_end else window.end - timedelta(microseconds=1)

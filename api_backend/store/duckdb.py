@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA
+from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError
 
 __all__ = ["DuckDBEventStore"]
 
@@ -95,6 +95,8 @@ class DuckDBEventStore:
         cur = self._con.cursor()
         try:
             return cur.execute(sql, params).fetchall()
+        except duckdb.InvalidInputException as exc:  # builders bind every value, so a bad input is a bound one
+            raise QueryRejectedError(str(exc)) from exc
         finally:
             cur.close()
 
@@ -105,6 +107,8 @@ class DuckDBEventStore:
             cur.execute(sql, params)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        except duckdb.InvalidInputException as exc:
+            raise QueryRejectedError(str(exc)) from exc
         finally:
             cur.close()
 

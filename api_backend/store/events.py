@@ -14,7 +14,15 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-__all__ = ["EVENT_COLUMNS", "EVENT_SCHEMA", "EVENT_TYPES", "EventStore", "rows_to_table"]
+__all__ = [
+    "EVENT_COLUMNS",
+    "EVENT_SCHEMA",
+    "EVENT_TYPES",
+    "EventQueryError",
+    "EventStore",
+    "QueryRejectedError",
+    "rows_to_table",
+]
 
 EVENT_TYPES: tuple[str, ...] = (
     "pageview",
@@ -93,10 +101,18 @@ def rows_to_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     )
 
 
-class EventStore(Protocol):
-    """What sitelens needs from an event engine (DuckDB now, ClickHouse later)."""
+class EventQueryError(Exception):
+    """A read query the event engine could not answer; stores raise the subclasses below for their engine's errors."""
 
-    dialect: str
+
+class QueryRejectedError(EventQueryError):
+    """The engine refused a value bound into the query (a pattern its regex engine cannot compile)."""
+
+
+class EventStore(Protocol):
+    """What sitelens needs from an event engine (DuckDB, ClickHouse)."""
+
+    dialect: str  # the name of its query dialect (``api_backend.query.dialect.dialect_named``)
 
     def append(self, table: pa.Table, *, log_seq: int | None = None) -> int:
         """Insert the rows of ``table`` (``EVENT_SCHEMA``) in one committed transaction; return the row count.
@@ -110,7 +126,10 @@ class EventStore(Protocol):
         ...
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a read query with bound parameters on a cursor of its own and return every row."""
+        """Run a read query with bound parameters on a cursor of its own and return every row.
+
+        An engine error caused by a bound value is raised as ``QueryRejectedError``.
+        """
         ...
 
     def query_dicts(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:

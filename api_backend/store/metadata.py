@@ -279,7 +279,8 @@ class MetadataStore:
     def site(self, key: int | str) -> Site | None:
         """A site by integer ``siteId`` (or a string of digits) or by its random string ``id``."""
         with self.session() as s:
-            if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+            # isdigit() alone also accepts "²" and Arabic-Indic digits, which int() refuses or reads as digits.
+            if isinstance(key, int) or (isinstance(key, str) and key.isascii() and key.isdigit()):
                 number = int(key)
                 return s.get(Site, number) if number < 2**31 else None
             return s.scalar(select(Site).where(Site.id == key))

@@ -29,6 +29,7 @@ __all__ = [
     "format_duration",
     "format_number",
     "format_percent",
+    "neutralise_formulas",
     "invalid_link",
     "site_not_found",
     "loading",
@@ -377,11 +378,31 @@ def csv_button(id: str, download_id: str | None = None, label: str = "Download C
     return html.Div(children, className="csv-button")
 
 
+# A spreadsheet reads a cell starting with one of these as a formula (OWASP "CSV injection").
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_formulas(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every text cell that a spreadsheet would run as a formula prefixed by ``'`` (OWASP).
+
+    Text cells hold tracked data (paths, titles, error messages) that anyone may have sent. Numeric
+    columns are numbers sitelens computed: a negative change stays a number.
+    """
+    clean = df.copy()
+    for column in clean.columns:
+        if pd.api.types.is_numeric_dtype(clean[column]) or pd.api.types.is_bool_dtype(clean[column]):
+            continue
+        clean[column] = clean[column].map(
+            lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_STARTS) else v
+        )
+    return clean
+
+
 def csv_download(df: pd.DataFrame, filename: str) -> dict[str, Any]:
-    """The ``dcc.Download`` payload for ``df`` as a UTF-8 CSV file (what a CSV callback returns)."""
+    """The ``dcc.Download`` payload for ``df`` as a UTF-8 CSV file (what a CSV callback returns), formulas defused."""
     if not filename.endswith(".csv"):
         filename += ".csv"
-    return dcc.send_data_frame(df.to_csv, filename, index=False)
+    return dcc.send_data_frame(neutralise_formulas(df).to_csv, filename, index=False)
 
 
 # Clientside callback body for a list of pattern-matching buttons (Input(..., ALL), "n_clicks")): the id of the

@@ -59,7 +59,7 @@ def layout(
     raw = {k: v for k, v in query.items() if isinstance(v, str)}
     if browser_zone is None and not raw.get("time_zone"):
         return waiting_for_zone()
-    if not (site_id or "").isdigit():
+    if not ((site_id or "").isascii() and (site_id or "").isdigit()):
         return html.Div(invalid_link(), className="page page-narrow")
     view = parse_view({**raw, "site": site_id}, default_zone=browser_zone)
     active = view.tab if view.tab in TABS or view.tab == "sessions" else "goals"

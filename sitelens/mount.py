@@ -1,17 +1,18 @@
 """Serve the dashboard beside the API in one process (``sitelens serve``).
 
-The only dashboard-related module of ``api_backend``: it builds the Dash app (which reads the API over HTTP through
-``api_client``, like any other client) and mounts its WSGI server at ``/``. Routes under ``/api`` are registered first,
-so they keep priority.
+The dashboard (which reads the API over HTTP through ``api_client``, like any other client) is mounted as a WSGI app
+at ``/``. Routes under ``/api`` are registered first, so they keep priority.
 """
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
+from api_backend.app import create_app
+from api_backend.services import Services
 from api_backend.settings import Settings
 
-__all__ = ["dashboard_api_url", "mount_dashboard"]
+__all__ = ["create_combined_app", "dashboard_api_url", "mount_dashboard"]
 
 
 def dashboard_api_url(settings: Settings) -> str:
@@ -36,3 +37,10 @@ def mount_dashboard(app: FastAPI, settings: Settings) -> None:
 
     dashboard = create_dashboard(dashboard_api_url(settings))
     app.mount("/", WSGIMiddleware(dashboard.server), name="dashboard")
+
+
+def create_combined_app(settings: Settings, services: Services | None = None) -> FastAPI:
+    """The API under ``/api`` and the dashboard at ``/`` (``services`` as in ``api_backend.app.create_app``)."""
+    app = create_app(settings, services)
+    mount_dashboard(app, settings)
+    return app

@@ -24,11 +24,11 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
-from api_backend.query.scope import window_condition
-from api_backend.query.sql import Params, Query
+from api_backend.query.scope import window_version_query
+from api_backend.query.sql import Query
 from api_backend.query.window import Window
 
-__all__ = ["MAX_ENTRIES", "MAX_ROWS", "TTL_SECONDS", "ResultCache", "SharedResults", "window_version_query"]
+__all__ = ["MAX_ENTRIES", "MAX_ROWS", "TTL_SECONDS", "ResultCache", "SharedResults"]
 
 TTL_SECONDS = 300.0
 MAX_ENTRIES = 256
@@ -37,12 +37,6 @@ MAX_ROWS = 2_000
 Runner = Callable[[Query], list[dict[str, Any]]]
 Rows = list[dict[str, Any]]
 T = TypeVar("T")
-
-
-def window_version_query(site_ids: tuple[int, ...], window: Window) -> Query:
-    """``n``: the number of events of ``site_ids`` in ``window`` (the key that changes with every write into it)."""
-    p = Params()
-    return p.query(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)}")
 
 
 def _key(query: Query, version: int) -> tuple[Any, ...]:

@@ -21,10 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from api_backend.query.dialect import Dialect
 from api_backend.query.goals import GoalSpec, build_goals_rollup_query, build_matching_values_query
-from api_backend.query.results import SharedResults
-from api_backend.query.scope import Scope, window_condition
-from api_backend.query.sql import Dialect, Params, Query
+from api_backend.query.scope import Scope, window_version_query
+from api_backend.query.sql import Query
+from api_backend.read.results import SharedResults
 
 __all__ = ["ROLLUP_PARAMETERS", "GoalsRollupCache", "goals_counts_from_rollup"]
 
@@ -123,9 +124,7 @@ def goals_counts_from_rollup(
     parameter = rollup_parameter(scope)
     if parameter is None or not goals:
         return None
-    p = Params()
-    counted = p.query(f"SELECT count(*) AS n FROM events WHERE {window_condition(scope.site_ids, scope.window, p)}")
-    version = int(run(counted)[0]["n"])
+    version = int(run(window_version_query(scope.site_ids, scope.window))[0]["n"])
     rollup = cache.rollup(scope, goals, parameter, version, run, d)
     if rollup is None:
         return None

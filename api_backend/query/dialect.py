@@ -1,0 +1,304 @@
+"""Engine-specific SQL spellings: every function, hint and placeholder that differs between DuckDB and ClickHouse.
+
+Query builders write portable SQL (``CASE``, ``coalesce``, ``count(*) FILTER (WHERE ...)``, window functions,
+``IN (SELECT ...)``, ``||``) and ask the dialect for everything else, so one builder serves both engines. The
+semantics both engines must share, and how each gets there:
+
+- timestamps are naive UTC on DuckDB and ``DateTime64(3, 'UTC')`` on ClickHouse; a *local* time is the
+  wall-clock time stored in the same type (so buckets and ``CAST(... AS DATE)`` work alike);
+- string columns are never NULL ('' means unknown); JSON lookups give '' for a missing key or a JSON null and the
+  JSON text of a number, boolean, array or object;
+- empty aggregates are NULL (ClickHouse runs with ``aggregate_functions_null_for_empty``) and outer joins fill
+  the missing side with NULL (``join_use_nulls``): the store sets both, see ``store/clickhouse.py``;
+- regular expressions are RE2 on both engines; patterns are always bound values, never literals (ClickHouse
+  reads backslashes in string literals as escapes, DuckDB does not).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from api_backend.query.sql import Params, Query
+
+__all__ = ["CLICKHOUSE", "DUCKDB", "ClickHouseDialect", "Dialect", "dialect_named"]
+
+# Bucket name -> the DuckDB expression of the bucket start, given a local (wall-clock) timestamp expression.
+_DUCKDB_BUCKETS = {
+    "minute": "date_trunc('minute', {t})",
+    "five_minutes": "time_bucket(INTERVAL '5 minutes', {t})",
+    "ten_minutes": "time_bucket(INTERVAL '10 minutes', {t})",
+    "fifteen_minutes": "time_bucket(INTERVAL '15 minutes', {t})",
+    "hour": "date_trunc('hour', {t})",
+    "day": "date_trunc('day', {t})",
+    "week": "date_trunc('week', {t})",  # ISO weeks: Monday start
+    "month": "date_trunc('month', {t})",
+    "year": "date_trunc('year', {t})",
+}
+# The same on ClickHouse; day and longer buckets come back as Date, turned into a timestamp like DuckDB's.
+_CLICKHOUSE_BUCKETS = {
+    "minute": "toStartOfMinute({t})",
+    "five_minutes": "toStartOfFiveMinutes({t})",
+    "ten_minutes": "toStartOfTenMinutes({t})",
+    "fifteen_minutes": "toStartOfFifteenMinutes({t})",
+    "hour": "toStartOfHour({t})",
+    "day": "toDateTime64(toDate({t}), 3, 'UTC')",
+    "week": "toDateTime64(toMonday({t}), 3, 'UTC')",
+    "month": "toDateTime64(toStartOfMonth({t}), 3, 'UTC')",
+    "year": "toDateTime64(toStartOfYear({t}), 3, 'UTC')",
+}
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """DuckDB's spellings; ``ClickHouseDialect`` overrides what ClickHouse spells differently."""
+
+    name: str = "duckdb"
+
+    # -- placeholders ---------------------------------------------------------------------------------------------
+
+    def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
+        """The SQL text and parameters in the form the engine's client takes (DuckDB: ``$p0`` as built)."""
+        return query.sql, query.params
+
+    # -- text -----------------------------------------------------------------------------------------------------
+
+    def regex_search(self, expr: str, pattern: str) -> str:
+        """True when the RE2 ``pattern`` (a placeholder) matches anywhere in ``expr``."""
+        return f"regexp_matches({expr}, {pattern})"
+
+    def regex_extract(self, expr: str, pattern: str) -> str:
+        """The first capture group of ``pattern`` in ``expr`` ('' when it does not match)."""
+        return f"regexp_extract({expr}, {pattern}, 1)"
+
+    def regex_replace(self, expr: str, pattern: str, replacement: str) -> str:
+        """``expr`` with the first match of ``pattern`` replaced by ``replacement`` (both placeholders)."""
+        return f"regexp_replace({expr}, {pattern}, {replacement})"
+
+    def json_string(self, column: str, key: str, p: Params) -> str:
+        """The top-level JSON value ``key`` of ``column`` as text ('' when absent or null)."""
+        return f"coalesce(json_extract_string({column}, {p.add(_json_path(key))}), '')"
+
+    def contains(self, expr: str, value: str) -> str:
+        """True when ``value`` occurs in ``expr`` (case-sensitive, no wildcards)."""
+        return f"contains({expr}, {value})"
+
+    def starts_with(self, expr: str, value: str) -> str:
+        """True when ``expr`` begins with ``value``."""
+        return f"starts_with({expr}, {value})"
+
+    def ends_with(self, expr: str, value: str) -> str:
+        """True when ``expr`` ends with ``value``."""
+        return f"ends_with({expr}, {value})"
+
+    def length(self, expr: str) -> str:
+        """Number of characters of ``expr``."""
+        return f"length({expr})"
+
+    def substring_after(self, expr: str, skip: int) -> str:
+        """``expr`` without its first ``skip`` characters (``skip`` is a trusted integer)."""
+        return f"substr({expr}, {int(skip) + 1})"
+
+    # -- numbers --------------------------------------------------------------------------------------------------
+
+    def to_double(self, expr: str) -> str:
+        """The text ``expr`` as a float, NULL when it is not a number."""
+        return f"TRY_CAST({expr} AS DOUBLE)"
+
+    def to_bigint(self, expr: str) -> str:
+        """The float ``expr`` rounded to a 64-bit integer, NULL when NULL or out of range."""
+        return f"TRY_CAST(round({expr}) AS BIGINT)"
+
+    def bit_and(self, left: str, right: str) -> str:
+        """Bitwise AND of two integers."""
+        return f"({left} & {right})"
+
+    # -- aggregates -----------------------------------------------------------------------------------------------
+
+    def arg_min(self, value: str, key: str, where: str | None = None) -> str:
+        """``value`` of the row with the smallest ``key`` (among the rows where ``where`` holds; NULL if none)."""
+        return f"arg_min({value}, {key}){_filter(where)}"
+
+    def arg_max(self, value: str, key: str, where: str | None = None) -> str:
+        """``value`` of the row with the largest ``key`` (among the rows where ``where`` holds; NULL if none)."""
+        return f"arg_max({value}, {key}){_filter(where)}"
+
+    def bool_or(self, condition: str) -> str:
+        """True when ``condition`` holds on some row of the group (NULL over no rows)."""
+        return f"bool_or({condition})"
+
+    def bit_or(self, expr: str) -> str:
+        """Bitwise OR of an integer over the group."""
+        return f"bit_or({expr})"
+
+    # -- time -----------------------------------------------------------------------------------------------------
+
+    def local_time(self, expr: str, zone: str) -> str:
+        """The wall-clock time in ``zone`` (a placeholder) of the UTC timestamp ``expr``."""
+        return f"timezone({zone}, timezone('UTC', {expr}))"
+
+    def shift_ms(self, expr: str, milliseconds: str) -> str:
+        """The timestamp ``expr`` moved by ``milliseconds`` (an integer expression)."""
+        return f"({expr} + to_milliseconds({milliseconds}))"
+
+    def bucket(self, local_expr: str, bucket: str) -> str:
+        """Start of the ``bucket`` holding the wall-clock timestamp ``local_expr`` (weeks start on Monday)."""
+        return _DUCKDB_BUCKETS[bucket].format(t=local_expr)
+
+    def epoch_seconds(self, expr: str) -> str:
+        """Seconds since the epoch (fractional) of a timestamp expression."""
+        return f"(epoch_ms({expr}) / 1000.0)"
+
+    def epoch_us(self, expr: str) -> str:
+        """Microseconds since the epoch (an integer) of a timestamp expression."""
+        return f"epoch_us({expr})"
+
+    # -- structure ------------------------------------------------------------------------------------------------
+
+    def cte(self, name: str, body: str, materialized: bool | None = None) -> str:
+        """A CTE definition; ``materialized`` asks the engine to compute it once (True) or inline it (False)."""
+        hint = "" if materialized is None else ("MATERIALIZED " if materialized else "NOT MATERIALIZED ")
+        return f"{name} AS {hint}({body})"
+
+    def unnest_strings(self, array: str) -> str:
+        """One row per element of the bound list of strings ``array`` (a placeholder)."""
+        return f"unnest(CAST({array} AS VARCHAR[]))"
+
+
+def _filter(where: str | None) -> str:
+    return f" FILTER (WHERE {where})" if where else ""
+
+
+def _json_path(key: str) -> str:
+    """A JSON path selecting the top-level ``key`` (quoted, so dots and spaces stay part of the key)."""
+    return '$."' + key + '"'
+
+
+_PLACEHOLDER = re.compile(r"\$(p\d+)\b")
+
+
+def _clickhouse_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "Bool"
+    if isinstance(value, int):
+        return "Int64"
+    if isinstance(value, float):
+        return "Float64"
+    if isinstance(value, datetime):
+        return "DateTime64(3, 'UTC')"
+    if isinstance(value, date):
+        return "Date"
+    if isinstance(value, list | tuple):
+        return "Array(String)"
+    if isinstance(value, str):
+        return "String"
+    raise TypeError(f"no ClickHouse parameter type for {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class ClickHouseDialect(Dialect):
+    """ClickHouse's spellings (server-side ``{name:Type}`` parameters, camelCase functions)."""
+
+    name: str = "clickhouse"
+
+    def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
+        """``$p0`` becomes ``{p0:Type}`` with the type of its bound value; naive datetimes are UTC."""
+        params = query.params
+
+        def typed(match: re.Match[str]) -> str:
+            name = match.group(1)
+            return "{" + name + ":" + _clickhouse_type(params[name]) + "}"
+
+        return _PLACEHOLDER.sub(typed, query.sql), params
+
+    def regex_search(self, expr: str, pattern: str) -> str:
+        return f"match({expr}, {pattern})"
+
+    def regex_extract(self, expr: str, pattern: str) -> str:
+        return f"extract({expr}, {pattern})"
+
+    def regex_replace(self, expr: str, pattern: str, replacement: str) -> str:
+        return f"replaceRegexpOne({expr}, {pattern}, {replacement})"
+
+    def json_string(self, column: str, key: str, p: Params) -> str:
+        k = p.add(key)
+        kind = f"JSONType({column}, {k})"
+        return (
+            f"multiIf({kind} = 'String', JSONExtractString({column}, {k}), "
+            f"{kind} IN ('Null', 'None'), '', JSONExtractRaw({column}, {k}))"
+        )
+
+    def contains(self, expr: str, value: str) -> str:
+        return f"(position({expr}, {value}) > 0)"
+
+    def starts_with(self, expr: str, value: str) -> str:
+        return f"startsWith({expr}, {value})"
+
+    def ends_with(self, expr: str, value: str) -> str:
+        return f"endsWith({expr}, {value})"
+
+    def length(self, expr: str) -> str:
+        return f"lengthUTF8({expr})"
+
+    def substring_after(self, expr: str, skip: int) -> str:
+        return f"substringUTF8({expr}, {int(skip) + 1})"
+
+    def to_double(self, expr: str) -> str:
+        return f"toFloat64OrNull({expr})"
+
+    def to_bigint(self, expr: str) -> str:
+        return f"accurateCastOrNull(round({expr}), 'Int64')"
+
+    def bit_and(self, left: str, right: str) -> str:
+        return f"bitAnd({left}, {right})"
+
+    def arg_min(self, value: str, key: str, where: str | None = None) -> str:
+        return f"argMin({value}, {key}){_filter(where)}"
+
+    def arg_max(self, value: str, key: str, where: str | None = None) -> str:
+        return f"argMax({value}, {key}){_filter(where)}"
+
+    def bool_or(self, condition: str) -> str:
+        return f"max(toBool({condition}))"
+
+    def bit_or(self, expr: str) -> str:
+        return f"groupBitOr({expr})"
+
+    def local_time(self, expr: str, zone: str) -> str:
+        # The zone's offset at each instant added to the UTC time: the wall-clock time, still typed as UTC.
+        return f"addSeconds({expr}, timeZoneOffset(toTimeZone({expr}, {zone})))"
+
+    def shift_ms(self, expr: str, milliseconds: str) -> str:
+        return f"addMilliseconds({expr}, {milliseconds})"
+
+    def bucket(self, local_expr: str, bucket: str) -> str:
+        return _CLICKHOUSE_BUCKETS[bucket].format(t=local_expr)
+
+    def epoch_seconds(self, expr: str) -> str:
+        return f"(toUnixTimestamp64Milli({expr}) / 1000.0)"
+
+    def epoch_us(self, expr: str) -> str:
+        return f"toUnixTimestamp64Micro({expr})"
+
+    def cte(self, name: str, body: str, materialized: bool | None = None) -> str:
+        # ClickHouse inlines every CTE; it has no hint worth giving.
+        return f"{name} AS ({body})"
+
+    def unnest_strings(self, array: str) -> str:
+        return f"arrayJoin({array})"
+
+
+DUCKDB = Dialect()
+CLICKHOUSE = ClickHouseDialect()
+_BY_NAME = {d.name: d for d in (DUCKDB, CLICKHOUSE)}
+
+
+def dialect_named(name: str) -> Dialect:
+    """The dialect of an event store (its ``dialect`` attribute)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"no query dialect for event store {name!r}") from None

@@ -1,0 +1,155 @@
+"""Sessions: the page of sessions in a window, one session's description and timeline, an identified user.
+
+Listing is two queries: ``build_session_page_query`` ranks the qualifying sessions on the cheap (their last
+in-window event only) and counts them; ``build_session_rows_query`` then describes just the sessions of that
+page (at most 100), so the costly per-session aggregates never run over the whole window.
+
+A session's fields are the goal-session fields of ``api-spec.md`` plus ``events`` (every event of the
+session in the window), the per-type counts, and ``converted``: whether any of its events completes any
+of the site's goals (the goal conditions of ``api_backend.query.goals``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from api_backend.query.dialect import Dialect
+from api_backend.query.filters import session_channel, session_user, session_value
+from api_backend.query.goals import GoalSpec, goal_condition
+from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
+from api_backend.query.sql import Params, Query, paged_select
+
+__all__ = [
+    "TIMELINE_COLUMNS",
+    "build_session_page_query",
+    "build_session_rows_query",
+    "build_timeline_query",
+    "build_user_sessions_query",
+    "build_user_totals_query",
+    "session_columns",
+]
+
+# Described per session by the value of its last event (they do not change within a visit).
+_LAST = (
+    "country",
+    "region",
+    "city",
+    "language",
+    "device_type",
+    "browser",
+    "browser_version",
+    "operating_system",
+    "operating_system_version",
+    "screen_width",
+    "screen_height",
+)
+# Described by the first non-empty value: how the visit arrived.
+_FIRST_SET = ("referrer", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
+_NOT_EMPTY = " <> ''"
+_TYPE_COUNTS = (("custom_event", "custom_events"), ("error", "errors"), ("outbound", "outbound"))
+TIMELINE_COLUMNS = ("timestamp", "type", "hostname", "pathname", "querystring", "page_title", "event_name", "props")
+
+
+def _count_where(condition: str) -> str:
+    return f"sum(CASE WHEN {condition} THEN 1 ELSE 0 END)"
+
+
+def _converted(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
+    """1 when any event of the group completes any of ``goals`` (0 without goals)."""
+    if not goals:
+        return "0"
+    any_goal = " OR ".join(goal_condition(g.goal_type, g.config, d, p) for g in goals)
+    return f"max(CASE WHEN {any_goal} THEN 1 ELSE 0 END)"
+
+
+def session_columns(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
+    """The aggregate columns describing one session from its rows (after ``SELECT session_id, ``)."""
+    pageview = "type = 'pageview'"
+
+    def first_set(column: str, where: str) -> str:
+        return f"coalesce({d.arg_min(column, 'timestamp', where)}, '') AS {column}"
+
+    columns = [
+        f"{session_user(d)} AS user_id",
+        *(f"{d.arg_max(c, 'timestamp')} AS {c}" for c in _LAST),
+        *(first_set(c, c + _NOT_EMPTY) for c in _FIRST_SET),
+        f"{d.arg_min('hostname', 'timestamp')} AS hostname",
+        f"{session_channel(d)} AS channel",
+        f"{session_value('entry_page', d, p)} AS entry_page",
+        f"{session_value('exit_page', d, p)} AS exit_page",
+        f"{_count_where(pageview)} AS pageviews",
+        *(f"{_count_where(f'type = {t!r}')} AS {name}" for t, name in _TYPE_COUNTS),
+        "count(*) AS events",
+        f"{_converted(goals, d, p)} AS converted",
+        "min(timestamp) AS session_start",
+        "max(timestamp) AS session_end",
+    ]
+    return ",\n    ".join(columns)
+
+
+def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
+    """Rows ``(total_count, rn, session_id, session_end)``: one page, newest ``session_end`` first.
+
+    Always at least one row (``rn`` NULL past the end), so the total is known on every page.
+    """
+    p = Params()
+    start = opening(scope, d, p, rows_needed=False)
+    ends = session_groups(scope, ", max(timestamp) AS session_end", d, p)
+    sql = f"{start}ss AS ({ends}),\n{paged_select('ss', 'session_end DESC, session_id', limit, offset, p)}"
+    return p.query(sql)
+
+
+def build_session_rows_query(scope: Scope, session_ids: Sequence[str], goals: Sequence[GoalSpec], d: Dialect) -> Query:
+    """One described row per session of ``session_ids`` (over its in-window rows), newest end first."""
+    p = Params()
+    start = opening(scope, d, p, rows_needed=False)
+    ids = ", ".join(p.add(s) for s in session_ids) or "NULL"
+    columns = session_columns(goals, d, p)
+    rows = qualified_rows(scope, p)
+    body = f"SELECT session_id,\n    {columns}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"
+    # ``opening`` ends with ``WITH `` (or the scope CTEs and a comma); the CTE below keeps both forms valid.
+    sql = f"{start}described AS ({body})\nSELECT * FROM described ORDER BY session_end DESC, session_id"
+    return p.query(sql)
+
+
+def build_timeline_query(site_id: int, session_id: str, limit: int) -> Query:
+    """The session's events in order (at most ``limit``), each with the columns of ``TIMELINE_COLUMNS``."""
+    p = Params()
+    sql = (
+        f"SELECT {', '.join(TIMELINE_COLUMNS)} FROM events "
+        f"WHERE site_id = {p.add(site_id)} AND session_id = {p.add(session_id)} "
+        f"ORDER BY timestamp, type LIMIT {p.add(limit)}"
+    )
+    return p.query(sql)
+
+
+def _user_sessions(scope: Scope, user_id: str, p: Params) -> str:
+    """Ids of the sessions in the window where ``user_id`` was identified."""
+    where = window_condition(scope.site_ids, scope.window, p)
+    return f"SELECT DISTINCT session_id FROM events WHERE {where} AND identified_user_id = {p.add(user_id)}"
+
+
+def build_user_totals_query(scope: Scope, user_id: str) -> Query:
+    """One row: ``sessions, pageviews, events, first_seen, last_seen`` over every event of the user's sessions.
+
+    A user's sessions are those with an event carrying the identified id; their anonymous events before
+    the identification count too (they are the same visit). ``sessions`` is 0 for an unknown user.
+    """
+    p = Params()
+    where = window_condition(scope.site_ids, scope.window, p)
+    sql = f"""WITH us AS ({_user_sessions(scope, user_id, p)})
+SELECT count(DISTINCT session_id) AS sessions, {_count_where("type = 'pageview'")} AS pageviews,
+  count(*) AS events, min(timestamp) AS first_seen, max(timestamp) AS last_seen
+FROM events WHERE {where} AND session_id IN (SELECT session_id FROM us)"""
+    return p.query(sql)
+
+
+def build_user_sessions_query(scope: Scope, user_id: str, limit: int, offset: int) -> Query:
+    """Rows ``(total_count, rn, session_id, session_end)``: one page of the user's sessions, newest first."""
+    p = Params()
+    where = window_condition(scope.site_ids, scope.window, p)
+    sql = f"""WITH us AS ({_user_sessions(scope, user_id, p)}),
+ss AS (SELECT session_id, max(timestamp) AS session_end FROM events
+       WHERE {where} AND session_id IN (SELECT session_id FROM us) GROUP BY session_id),
+{paged_select("ss", "session_end DESC, session_id", limit, offset, p)}"""
+    return p.query(sql)

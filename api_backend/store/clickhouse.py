@@ -1,0 +1,256 @@
+"""The ClickHouse event store: a ClickHouse server over HTTP, or the embedded engine (chdb), through clickhouse-connect.
+
+The ``events`` table holds the same columns as DuckDB's (``EVENT_COLUMNS``) plus ``log_seq``. ClickHouse has no
+transactions, so the rows of a batch and the event-log position cannot be written together. Instead:
+
+1. every row inserted by ``append(table, log_seq=N)`` carries ``log_seq = N`` (0 for rows not from the event log);
+2. only after the insert returns is ``N`` recorded in ``event_log_position``;
+3. on open, rows whose ``log_seq`` is above the recorded position (their insert finished, or half-finished, but the
+   position never got written) are deleted, and the writer's replay then copies those log records again.
+
+A crash between 1 and 2 therefore neither loses (the log still holds the records) nor duplicates (their first copy
+is gone before the replay) an event. An insert that spans partitions may land partly; the same rule covers it. The
+rows of one database must be written by one sitelens process (the one holding the event log); readers may be many.
+
+Inserts are sent with ``insert_deduplicate=0``: a replicated table would otherwise drop a replayed block as a
+duplicate of the block deleted in step 3. Parts are synced to disk (``fsync_after_insert``) so the position never
+outlives the rows it vouches for after a power loss.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+
+from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE
+from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError
+
+__all__ = ["INSERT_SETTINGS", "QUERY_SETTINGS", "ClickHouseEventStore"]
+
+log = logging.getLogger(__name__)
+
+# Settings every read runs with, so results do not depend on the server's profile. The read layer may add to it.
+QUERY_SETTINGS: dict[str, Any] = {
+    # Outer joins fill non-matching columns with NULL (standard SQL, as DuckDB), not with the type's default value.
+    "join_use_nulls": 1,
+    # Empty aggregates are NULL like in standard SQL (sum of nothing is NULL); count() and uniqExact() stay 0.
+    "aggregate_functions_null_for_empty": 1,
+    # A column name wins over a SELECT alias of the same name in WHERE/GROUP BY (ClickHouse prefers the alias).
+    "prefer_column_name_to_alias": 1,
+    # CAST(NULL-able AS T) keeps NULLs instead of failing or turning them into defaults.
+    "cast_keep_nullable": 1,
+    # Times without a zone (parameters, literals, toDate) are UTC whatever the server's or host's time zone.
+    "session_timezone": "UTC",
+    # A bare UNION means UNION DISTINCT, as in standard SQL (ClickHouse refuses it by default).
+    "union_default_mode": "DISTINCT",
+    # COUNT(DISTINCT x) is exact even on a server whose profile picks an approximate function.
+    "count_distinct_implementation": "uniqExact",
+    # JOIN means ALL JOIN (every match), whatever the server's default strictness.
+    "join_default_strictness": "ALL",
+    # GROUP BY 1 / ORDER BY 1 refer to SELECT positions, as in DuckDB.
+    "enable_positional_arguments": 1,
+}
+
+# Settings of every insert into ``events``.
+INSERT_SETTINGS: dict[str, Any] = {
+    # A replayed block must be stored even when identical to one deleted by recovery (replicated tables dedupe).
+    "insert_deduplicate": 0,
+    # The insert returns once the rows are in a part, never from an asynchronous buffer.
+    "async_insert": 0,
+    # On a cluster (``events`` is Distributed) the insert returns once every shard has its rows.
+    "distributed_foreground_insert": 1,
+}
+
+# Server error codes meaning the engine refused a value bound into the query (CANNOT_COMPILE_REGEXP).
+_REJECTED_VALUE_CODES = frozenset({427})
+
+# Deletes return only once a read can no longer see the rows.
+_DELETE_SETTINGS: dict[str, Any] = {"lightweight_deletes_sync": 2, "mutations_sync": 2}
+
+_COLUMN_NAMES = [name for name, _ in EVENT_COLUMNS]
+_INSERT_SCHEMA = EVENT_SCHEMA.append(pa.field("log_seq", pa.uint64(), nullable=False))
+
+
+def _naive_utc(rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
+    """Times as naive UTC datetimes, as DuckDB returns them. UTC columns come naive already; a column typed with
+    another zone comes aware and is turned back into UTC (the embedded engine drops the zone of ``DateTime('tz')``
+    values, which then read as UTC, so converting is also what keeps a server and chdb answering alike)."""
+    if not rows:
+        return rows
+    aware = [i for i, value in enumerate(rows[0]) if isinstance(value, datetime) and value.tzinfo is not None]
+    if not aware:
+        return rows
+    fixed = []
+    for row in rows:
+        row = list(row)
+        for i in aware:
+            if row[i] is not None:
+                row[i] = row[i].astimezone(UTC).replace(tzinfo=None)
+        fixed.append(row)
+    return fixed
+
+
+class ClickHouseEventStore:
+    """``EventStore`` on one database of a ClickHouse server or of the embedded engine.
+
+    ``client`` is a clickhouse-connect client whose default database is ``database`` (the read layer's SQL names
+    ``events`` unqualified). Calls may come from several threads: the HTTP client pools connections, the chdb client
+    serializes calls on its handle. Writes take a lock of their own so the log position only moves forward.
+    """
+
+    dialect = "clickhouse"
+
+    def __init__(self, client: Any, database: str, *, on_close: Any = None) -> None:
+        self.client = client
+        self.database = database
+        self._on_close = on_close
+        self._write_lock = threading.Lock()
+        self.schema_version = self._migrate()
+        self._delete_from = self._delete_target()
+        self._recover()
+
+    # -- schema and recovery --------------------------------------------------------------------------------------
+
+    def _migrate(self) -> int:
+        """Apply the schema migrations this database lacks; return the schema version."""
+        self.client.command(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version UInt32, applied_at DateTime64(3, 'UTC') "
+            "DEFAULT now64(3)) ENGINE = MergeTree ORDER BY version"
+        )
+        current = int(self.client.query(f"SELECT max(version) FROM {SCHEMA_TABLE}").result_rows[0][0] or 0)
+        for version, statements in enumerate(MIGRATIONS, start=1):
+            if version <= current:
+                continue
+            for statement in statements:
+                self.client.command(statement)
+            self.client.command(f"INSERT INTO {SCHEMA_TABLE} (version) VALUES ({version})")
+            log.info("ClickHouse database %s migrated to schema version %d", self.database, version)
+            current = version
+        return current
+
+    def _delete_target(self) -> str:
+        """Where deletes go: ``events``, or on a cluster the replicated local tables behind the Distributed one."""
+        rows = self.client.query(
+            "SELECT engine, engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'events'"
+        ).result_rows
+        if rows and rows[0][0] == "Distributed":
+            cluster = rows[0][1].split("(", 1)[1].split(",", 1)[0].strip(" '`")
+            return f"events_local ON CLUSTER `{cluster}`"
+        return "events"
+
+    def _recover(self) -> None:
+        """Delete rows whose insert finished but whose log position was never recorded (the log replays them)."""
+        applied = self.applied_log_seq()
+        params = {"applied": applied}
+        (orphans,) = self.client.query(
+            "SELECT count() FROM events WHERE log_seq > {applied:UInt64}", parameters=params
+        ).result_rows[0]
+        if orphans:
+            log.warning(
+                "removing %d events inserted after event-log position %d; the log replays them", orphans, applied
+            )
+            self.client.command(
+                f"DELETE FROM {self._delete_from} WHERE log_seq > {{applied:UInt64}}",
+                parameters=params,
+                settings=_DELETE_SETTINGS,
+            )
+
+    # -- EventStore -----------------------------------------------------------------------------------------------
+
+    def append(self, table: pa.Table, *, log_seq: int | None = None) -> int:
+        """Insert ``table`` (``EVENT_SCHEMA``) as one Arrow block, then record ``log_seq`` as applied."""
+        if table.num_rows == 0 and log_seq is None:
+            return 0
+        if table.schema != EVENT_SCHEMA:
+            table = table.select(_COLUMN_NAMES).cast(EVENT_SCHEMA)
+        stamp = pa.repeat(pa.scalar(log_seq or 0, pa.uint64()), table.num_rows)
+        batch = pa.Table.from_arrays([*table.columns, stamp], schema=_INSERT_SCHEMA)
+        with self._write_lock:
+            if table.num_rows:
+                self.client.insert_arrow("events", batch, settings=INSERT_SETTINGS)
+            if log_seq is not None:
+                self.client.command(
+                    "INSERT INTO event_log_position (id, applied_seq) VALUES (1, {seq:UInt64})",
+                    parameters={"seq": log_seq},
+                )
+        return table.num_rows
+
+    def applied_log_seq(self) -> int:
+        """The newest event-log record whose rows this database holds (0 when none)."""
+        return int(self.client.query("SELECT max(applied_seq) FROM event_log_position").result_rows[0][0] or 0)
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Run ``sql`` (``{name:Type}`` placeholders bound from the ``params`` dict) and return every row."""
+        result = self._run(sql, params)
+        return [tuple(row) for row in _naive_utc(result.result_rows)]
+
+    def query_dicts(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+        """Like ``query`` but each row is a dict keyed by column name."""
+        result = self._run(sql, params)
+        names = result.column_names
+        return [dict(zip(names, row, strict=True)) for row in _naive_utc(result.result_rows)]
+
+    def _run(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+        from clickhouse_connect.driver.exceptions import DatabaseError
+
+        # query_tz: a time whose type carries no zone is UTC (as session_timezone makes it on the server), never the
+        # zone of the host, which is what chdb reports as the server's.
+        try:
+            return self.client.query(
+                sql, parameters=dict(params) if params else None, settings=QUERY_SETTINGS, query_tz="UTC"
+            )
+        except DatabaseError as exc:
+            if exc.code in _REJECTED_VALUE_CODES:
+                raise QueryRejectedError(str(exc)) from exc
+            raise
+
+    def delete_site(self, site_id: int) -> int:
+        """Delete every event of ``site_id``; reads that follow no longer see them."""
+        params = {"site": site_id}
+        with self._write_lock:
+            (count,) = self.client.query(
+                "SELECT count() FROM events WHERE site_id = {site:Int32}", parameters=params
+            ).result_rows[0]
+            if count:
+                self.client.command(
+                    f"DELETE FROM {self._delete_from} WHERE site_id = {{site:Int32}}",
+                    parameters=params,
+                    settings=_DELETE_SETTINGS,
+                )
+        return int(count)
+
+    def delete_range(self, site_id: int, start: datetime, end: datetime) -> None:
+        """Delete the events of ``site_id`` in ``[start, end)`` (naive UTC); reads that follow no longer see them."""
+        with self._write_lock:
+            self.client.command(
+                f"DELETE FROM {self._delete_from} WHERE site_id = {{site:Int32}} "
+                "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}",
+                parameters={"site": site_id, "start": start, "end": end},
+                settings=_DELETE_SETTINGS,
+            )
+
+    def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:
+        """The newest session of each visitor seen since ``since`` (recovers live sessions after a restart)."""
+        return self.query(
+            "SELECT site_id, user_id, argMax(session_id, timestamp), max(timestamp) FROM events "
+            "WHERE timestamp >= {since:DateTime64(3, 'UTC')} AND session_id != '' GROUP BY site_id, user_id",
+            {"since": since},
+        )
+
+    def count(self, site_id: int | None = None) -> int:
+        """Number of stored events (of one site, or all)."""
+        if site_id is None:
+            return int(self.query("SELECT count() FROM events")[0][0])
+        return int(self.query("SELECT count() FROM events WHERE site_id = {site:Int32}", {"site": site_id})[0][0])
+
+    def close(self) -> None:
+        """Release the client (inserts are already on disk: there is nothing to flush)."""
+        with self._write_lock:
+            self.client.close()
+        if self._on_close is not None:
+            self._on_close()

@@ -1,0 +1,187 @@
+"""From ``SITELENS_EVENTS_URL`` to an open event store and the place of its event log.
+
+    duckdb:///abs/path/events.duckdb                     embedded DuckDB (the default)
+    clickhouse://user:password@host:8123/database        a ClickHouse server over HTTP (clickhouses:// for HTTPS)
+    chdb:///abs/path[?database=NAME]                     the embedded ClickHouse engine (database ``sitelens``)
+
+``parse_events_url`` is pure and checks a URL at start-up (settings validation); ``open_event_store`` opens it.
+The ClickHouse client libraries are imported only when a ClickHouse URL is opened, so DuckDB-only installs work.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, unquote, urlsplit
+
+if TYPE_CHECKING:
+    from api_backend.settings import Settings
+    from api_backend.store.events import EventStore
+
+__all__ = ["DEFAULT_DATABASE", "EVENTS_URL_SCHEMES", "EventsTarget", "open_event_store", "parse_events_url"]
+
+EVENTS_URL_SCHEMES = ("duckdb", "clickhouse", "clickhouses", "chdb")
+DEFAULT_DATABASE = "sitelens"
+_DATABASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+@dataclass(frozen=True)
+class EventsTarget:
+    """A parsed events URL: the engine and where it lives."""
+
+    scheme: str
+    path: str = ""  # DuckDB file or chdb data directory
+    host: str = ""
+    port: int = 8123
+    username: str = "default"
+    password: str = ""
+    database: str = DEFAULT_DATABASE
+
+    @property
+    def secure(self) -> bool:
+        """HTTPS to the ClickHouse server."""
+        return self.scheme == "clickhouses"
+
+
+def parse_events_url(url: str) -> EventsTarget:
+    """Check an events URL and split it into its parts; ``ValueError`` says what is wrong."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in EVENTS_URL_SCHEMES:
+        raise ValueError(f"must be a URL starting with one of: {', '.join(s + '://' for s in EVENTS_URL_SCHEMES)}")
+    if scheme == "duckdb":
+        return EventsTarget(scheme, path=url.removeprefix("duckdb:///").removeprefix("duckdb://"))
+    parts = urlsplit(url)
+    if scheme == "chdb":
+        if parts.netloc or not parts.path.startswith("/") or parts.path == "/":
+            raise ValueError("must name an absolute data directory, as chdb:///abs/path[?database=NAME]")
+        names = parse_qs(parts.query).get("database", [DEFAULT_DATABASE])
+        return EventsTarget(scheme, path=parts.path, database=_database(names[-1]))
+    if not parts.hostname:
+        raise ValueError(f"must name a server, as {scheme}://user:password@host:8123/database")
+    try:
+        port = parts.port or (8443 if scheme == "clickhouses" else 8123)
+    except ValueError:
+        raise ValueError("has a port that is not a number between 1 and 65535") from None
+    return EventsTarget(
+        scheme,
+        host=parts.hostname,
+        port=port,
+        username=unquote(parts.username or "default"),
+        password=unquote(parts.password or ""),
+        database=_database(parts.path.strip("/") or DEFAULT_DATABASE),
+    )
+
+
+def _database(name: str) -> str:
+    if not _DATABASE_NAME.fullmatch(name):
+        raise ValueError(f"has a database name {name!r} that is not letters, digits and underscores")
+    return name
+
+
+def open_event_store(settings: Settings) -> tuple[EventStore, Path | None]:
+    """Open the event store of ``settings.events_url``; return it and the directory of its event log (or None)."""
+    target = parse_events_url(settings.events_url)
+    if target.scheme == "duckdb":
+        from api_backend.store.duckdb import DuckDBEventStore
+
+        store = DuckDBEventStore(target.path, memory_limit=settings.duckdb_memory_limit)
+        return store, None if target.path == ":memory:" else Path(target.path).with_suffix(".eventlog")
+    if target.scheme == "chdb":
+        return _open_chdb(target), Path(f"{target.path}.{target.database}.eventlog")
+    return _open_server(
+        target
+    ), settings.data_dir / f"clickhouse-{target.host}-{target.port}-{target.database}.eventlog"
+
+
+def _import_client():
+    try:
+        import clickhouse_connect
+        import clickhouse_connect.driver.exceptions
+    except ImportError:
+        raise ValueError(
+            "a ClickHouse events URL needs the clickhouse extra: pip install 'sitelens[clickhouse]'"
+        ) from None
+    return clickhouse_connect
+
+
+def _open_server(target: EventsTarget) -> EventStore:
+    from api_backend.store.clickhouse import ClickHouseEventStore
+
+    clickhouse_connect = _import_client()
+    common = {
+        "host": target.host,
+        "port": target.port,
+        "username": target.username,
+        "password": target.password,
+        "secure": target.secure,
+        # No session: a session serializes queries, and the store is read from many threads at once.
+        "autogenerate_session_id": False,
+    }
+    try:
+        bootstrap = clickhouse_connect.get_client(**common)
+    except clickhouse_connect.driver.exceptions.Error as exc:
+        where = f"{target.scheme}://{target.host}:{target.port}"
+        raise ValueError(f"cannot reach the ClickHouse server at {where}: {_first_line(exc)}") from None
+    try:
+        bootstrap.command(f"CREATE DATABASE IF NOT EXISTS `{target.database}`")
+    finally:
+        bootstrap.close()
+    return ClickHouseEventStore(clickhouse_connect.get_client(database=target.database, **common), target.database)
+
+
+# chdb hosts one engine per process, on one data directory: every store in the process must use the same one.
+_chdb_lock = threading.Lock()
+_chdb_path: str | None = None
+_chdb_open = 0
+
+
+def _open_chdb(target: EventsTarget) -> EventStore:
+    global _chdb_path, _chdb_open
+    from api_backend.store.clickhouse import ClickHouseEventStore
+
+    clickhouse_connect = _import_client()
+    path = str(Path(target.path).resolve())
+    with _chdb_lock:
+        if _chdb_open and path != _chdb_path:
+            raise ValueError(
+                f"the embedded ClickHouse engine of this process already runs on {_chdb_path}; "
+                f"chdb allows one data directory per process, so {path} cannot be opened beside it"
+            )
+        Path(path).mkdir(parents=True, exist_ok=True)
+        # Each store has its own handle on the one engine; a handle keeps its own default database.
+        try:
+            client = clickhouse_connect.get_client(dsn=f"chdb://{path}")
+        except clickhouse_connect.driver.exceptions.Error as exc:
+            if "EmbeddedServer" in str(exc):  # chdb's only word for "another process holds this directory"
+                raise ValueError(
+                    f"cannot open the chdb data directory {path}: another process (a running sitelens server?) "
+                    "holds it, and chdb allows one process per directory"
+                ) from None
+            raise ValueError(f"cannot open the embedded ClickHouse engine at {path}: {_first_line(exc)}") from None
+        try:
+            client.command(f"CREATE DATABASE IF NOT EXISTS `{target.database}`")
+            client.database = target.database
+        except BaseException:
+            client.close()
+            raise
+        _chdb_path = path
+        _chdb_open += 1
+    try:
+        return ClickHouseEventStore(client, target.database, on_close=_release_chdb)
+    except BaseException:
+        client.close()
+        _release_chdb()
+        raise
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _release_chdb() -> None:
+    global _chdb_open
+    with _chdb_lock:
+        _chdb_open -= 1

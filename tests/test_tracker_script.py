@@ -1,0 +1,128 @@
+"""The browser tracker served at ``/api/script.js``: how it is served, and what it sends from a real Chromium page."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support import free_port
+
+PAGE = """<!doctype html>
+<html><head><title>Shop</title>
+<script defer src="{api}/api/script.js" data-site-id="{site}"></script></head>
+<body>
+<a id="out" href="https://docs.example.org/guide" onclick="event.preventDefault()">Guide</a>
+<button id="nav" onclick="history.pushState({{}}, '', '/pricing?plan=pro')">Pricing</button>
+<button id="fail" onclick="setTimeout(function () {{ throw new TypeError('boom at checkout'); }})">Fail</button>
+<button id="custom" onclick="window.sitelens.event('signup', {{plan: 'pro', seats: 3}})">Sign up</button>
+</body></html>
+"""
+
+
+def test_script001_served_as_cacheable_javascript(client) -> None:
+    response = client.get("/api/script.js")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/javascript"
+    assert "max-age" in response.headers["cache-control"] and response.headers["etag"]
+    assert "window.sitelens" in response.text and "/site/tracking-config/" in response.text
+    again = client.get("/api/script.js", headers={"If-None-Match": response.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    assert "/api/script.js" in client.get("/api/openapi.json").json()["paths"]
+
+
+@contextmanager
+def page_server(root: Path) -> Iterator[str]:
+    """Serve ``root`` (every path answers ``index.html``, as a single-page app does) on a loopback port."""
+
+    class Handler(SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def translate_path(self, path: str) -> str:
+            return str(root / "index.html")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 20) -> Any:
+    """Poll ``check`` until it returns something truthy (the condition, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            assert value, "condition not met in time"
+            return value
+        time.sleep(0.1)
+
+
+def test_script002_tracker_in_chromium_sends_what_the_api_reads_back(dash_duo, api_base, site, owner, tmp_path):
+    headers = owner.headers
+    api = f"{api_base}/api/sites/{site.site_id}"
+    # Headless Chromium is a bot by its user agent; errors are off by default.
+    config = {"blockBots": False, "trackErrors": True}
+    assert httpx.put(f"{api}/config", json=config, headers=headers).status_code == 200
+    (tmp_path / "index.html").write_text(PAGE.format(api=api_base, site=site.site_id))
+
+    def timeline() -> list[dict[str, Any]]:
+        sessions = httpx.get(f"{api}/sessions", headers=headers).json()["data"]
+        if not sessions:
+            return []
+        detail = httpx.get(f"{api}/sessions/{sessions[0]['session_id']}", headers=headers).json()
+        return detail["data"]["timeline"]
+
+    def types() -> list[str]:
+        return [item["type"] for item in timeline()]
+
+    driver = dash_duo.driver
+    with page_server(tmp_path) as page:
+        driver.get(page + "/")
+        wait_for(lambda: types() == ["pageview"])
+        driver.find_element("id", "nav").click()
+        wait_for(lambda: types() == ["pageview", "pageview"])
+        driver.back()  # popstate
+        wait_for(lambda: len(types()) == 3)
+        driver.find_element("id", "out").click()
+        wait_for(lambda: "outbound" in types())
+        driver.find_element("id", "fail").click()
+        wait_for(lambda: "error" in types())
+        driver.find_element("id", "custom").click()
+        items = wait_for(lambda: (lambda t: t if "custom_event" in [i["type"] for i in t] else None)(timeline()))
+
+        views = [i for i in items if i["type"] == "pageview"]
+        assert [(v["pathname"], v["querystring"]) for v in views] == [("/", ""), ("/pricing", "?plan=pro"), ("/", "")]
+        assert all(v["page_title"] == "Shop" and v["hostname"] == "127.0.0.1" for v in views)
+        outbound = next(i for i in items if i["type"] == "outbound")
+        assert outbound["url"] == "https://docs.example.org/guide"
+        error = next(i for i in items if i["type"] == "error")
+        assert error["error_name"] == "TypeError" and error["message"] == "boom at checkout"
+        assert "TypeError" in error["stack"]
+        custom = next(i for i in items if i["type"] == "custom_event")
+        assert custom["event_name"] == "signup" and custom["properties"] == {"plan": "pro", "seats": 3}
+
+        # The site's tracking config is honoured: with outbound tracking off, a click sends nothing.
+        config = {"trackOutbound": False}
+        assert httpx.put(f"{api}/config", json=config, headers=headers).status_code == 200
+        before = len(items)
+        driver.get(page + "/")
+        wait_for(lambda: len(types()) == before + 1)
+        driver.find_element("id", "out").click()
+        driver.find_element("id", "custom").click()
+        wait_for(lambda: len(types()) == before + 2)
+        assert types()[-2:] == ["pageview", "custom_event"]
