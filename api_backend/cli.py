@@ -27,10 +27,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from api_backend.errors import APIError
 from api_backend.settings import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from api_backend.services import Services
 
 __all__ = [
     "CommandError",
@@ -39,6 +42,7 @@ __all__ = [
     "display_host",
     "env_setting",
     "main",
+    "open_event_services",
     "parse_port",
     "prepare_demo",
     "server_settings",
@@ -254,15 +258,19 @@ class ProgressBar:
             self.stream.flush()
 
 
-def _open_event_services(settings: Settings):
-    """Open the stores for writing events, turning DuckDB's file-lock refusal into a clear message."""
+def open_event_services(settings: Settings) -> Services:
+    """Open the stores, turning a damaged, missing or locked store into one clear ``CommandError`` line."""
     import duckdb
 
     from api_backend.services import open_services
+    from api_backend.store.eventlog import LogCorruptError
+    from api_backend.store.startup import StoreStartupError
 
     try:
         return open_services(settings)
     except ValueError as exc:  # an events URL this build cannot open
+        raise CommandError(str(exc)) from None
+    except (StoreStartupError, LogCorruptError) as exc:  # a damaged or missing store: the message says what to do
         raise CommandError(str(exc)) from None
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
@@ -286,7 +294,7 @@ def seed_command(args: argparse.Namespace) -> dict[str, Any]:
         raise CommandError(f"no site with id {args.site}")
     from api_backend.seed import write_events
 
-    services = _open_event_services(settings)
+    services = open_event_services(settings)
     bar = ProgressBar(args.events)
     try:
         inserted = write_events(
@@ -325,7 +333,7 @@ def prepare_demo(args: argparse.Namespace) -> Settings:
     from api_backend.demo import DEMO_EVENTS, format_summary, setup_demo
 
     settings = server_settings(args)
-    services = _open_event_services(settings)
+    services = open_event_services(settings)
     bar = ProgressBar(DEMO_EVENTS, label="demo traffic")
     try:
         summary = setup_demo(

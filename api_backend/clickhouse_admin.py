@@ -114,7 +114,7 @@ def migrate_events_command(args: argparse.Namespace) -> dict[str, Any]:
     """``sitelens migrate-events``: copy the DuckDB events to the ClickHouse store at ``--to``."""
     import duckdb
 
-    from api_backend.cli import CommandError, ProgressBar, _open_event_services, _settings
+    from api_backend.cli import CommandError, ProgressBar, _settings, open_event_services
     from api_backend.store.open import open_event_store
 
     try:
@@ -129,7 +129,7 @@ def migrate_events_command(args: argparse.Namespace) -> dict[str, Any]:
             f"migrate-events copies from a DuckDB event store; SITELENS_EVENTS_URL is {settings.events_url}"
         )
     # Opening the services copies whatever the event log holds beyond the DuckDB file, so nothing is left behind.
-    services = _open_event_services(settings)
+    services = open_event_services(settings)
     try:
         site_id = None
         if args.site is not None:

@@ -10,6 +10,7 @@
     +-- PayloadTooLargeError (413 PAYLOAD_TOO_LARGE)
     +-- UnsupportedMediaTypeError (415 UNSUPPORTED_MEDIA_TYPE)
     +-- RateLimitedError (429 RATE_LIMITED, sets Retry-After)
+    +-- ServiceUnavailableError (503 SERVICE_UNAVAILABLE, sets Retry-After)
 
 Code below the routes raises these; ``api_backend.app`` turns them (and framework errors) into
 ``{"error", "code", "details"?}`` responses.
@@ -31,6 +32,7 @@ __all__ = [
     "NotFoundError",
     "PayloadTooLargeError",
     "RateLimitedError",
+    "ServiceUnavailableError",
     "UnsupportedMediaTypeError",
     "error_body",
 ]
@@ -142,6 +144,21 @@ class RateLimitedError(APIError):
     default_message = "Too many requests; try again later."
 
     def __init__(self, message: str | None = None, retry_after: int = 60) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
+class ServiceUnavailableError(APIError):
+    """The request was fine but cannot be served now (the event log cannot be written); nothing was stored."""
+
+    status = 503
+    code = "SERVICE_UNAVAILABLE"
+    default_message = "Events cannot be stored right now; nothing was stored, try again later."
+
+    def __init__(self, message: str | None = None, retry_after: int = 30) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 

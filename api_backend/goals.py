@@ -186,10 +186,11 @@ def validate_goal_body(body: Any) -> tuple[str | None, str, dict[str, Any]]:
     if errors:
         first = errors[0]
         raise InvalidRequestError(f"{first.field}: {first.message}", errors)
+    assert isinstance(goal_type, str)  # an unknown goal type was reported above
     return name, goal_type, clean
 
 
-def goal_json(goal: Goal, metrics: dict[str, int] | None = None, total_sessions: int | None = None) -> dict[str, Any]:
+def goal_json(goal: Goal, metrics: dict[int, int] | None = None, total_sessions: int | None = None) -> dict[str, Any]:
     """The Goal object; with metrics it carries total_conversions, total_sessions and conversion_rate (0..1)."""
     data: dict[str, Any] = {
         "goalId": goal.goal_id,

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from api_backend.ingest.pipeline import Ingestor
 from api_backend.read import EventReader
 from api_backend.settings import Settings
-from api_backend.store.eventlog import EventLog
 from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
-from api_backend.store.open import open_event_store
+from api_backend.store.startup import open_events, open_metadata_store
 from api_backend.store.writer import BatchWriter, VisibleEventStore
 
 __all__ = ["Services", "open_services"]
@@ -44,11 +43,15 @@ class Services:
 
 def open_services(settings: Settings) -> Services:
     """Open the stores named by ``settings`` (applying metadata migrations) and start the writer."""
-    metadata = MetadataStore(settings.database_url)
-    store, log_dir = open_event_store(settings)
-    # Events are acknowledged once in the synced event log beside the store, and copied into it in bulk. A log
-    # append costs a fraction of a millisecond, so it needs no linger: what arrives during one sync is the next group.
-    event_log = None if log_dir is None else EventLog(log_dir)
+    metadata = open_metadata_store(settings)
+    try:
+        # Events are acknowledged once in the synced event log beside the store, and copied into it in bulk.
+        store, event_log = open_events(settings)
+    except BaseException:
+        metadata.close()
+        raise
+    # A log append costs a fraction of a millisecond, so it needs no linger: what arrives during one sync is the
+    # next group.
     writer = BatchWriter(
         store,
         log=event_log,

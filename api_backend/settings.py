@@ -45,6 +45,24 @@ def _parse_positive_int(raw: str) -> int:
     return value
 
 
+def _parse_non_negative_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError("must be a whole number") from None
+    if value < 0:
+        raise SettingsError("must not be negative")
+    return value
+
+
+def _parse_budget(raw: str) -> int:
+    value = _parse_non_negative_int(raw)
+    if 0 < value < 1000:
+        # A budget below one full batch (1000 events) would refuse such a batch for ever, not slow it down.
+        raise SettingsError("must be 0 (no limit) or at least 1000")
+    return value
+
+
 def _parse_url(*schemes: str) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         if not raw:
@@ -164,6 +182,36 @@ SETTINGS: tuple[Setting, ...] = (
         "Take the visitor IP from `X-Forwarded-For` (only behind a reverse proxy you control).",
     ),
     Setting(
+        "track_ip_events_per_minute",
+        _parse_budget,
+        "12000",
+        "Events a single IP address may send per minute to `/api/track`, `/api/track/batch` and `/api/identify` "
+        "without an API key, with bursts up to the same number (0: no limit; otherwise at least 1000). "
+        "Over it: 429 with `Retry-After`.",
+    ),
+    Setting(
+        "track_site_events_per_minute",
+        _parse_budget,
+        "300000",
+        "Events one site may receive per minute without an API key, with bursts up to the same number "
+        "(0: no limit; otherwise at least 1000). Requests with a valid API key of the site's organization "
+        "count against neither budget.",
+    ),
+    Setting(
+        "storage_alarm_free_mb",
+        _parse_non_negative_int,
+        "256",
+        "`/api/health` answers 503 when the data folder (or the event store's folder) has less free space "
+        "than this many MB (0: no alarm).",
+    ),
+    Setting(
+        "allow_new_event_store",
+        _parse_bool,
+        "false",
+        "Start with a new, empty event store although `events.duckdb` is missing and its event log shows it "
+        "held events (set it for one start after a deliberate reset; otherwise start-up refuses).",
+    ),
+    Setting(
         "access_log",
         _parse_bool,
         "false",
@@ -206,6 +254,10 @@ class Settings:
     duckdb_memory_limit: str = "1GB"
     login_token_days: int = 30
     trust_proxy: bool = False
+    track_ip_events_per_minute: int = 12000
+    track_site_events_per_minute: int = 300000
+    storage_alarm_free_mb: int = 256
+    allow_new_event_store: bool = False
     access_log: bool = False
     request_timeout: int = 30
     keep_alive_timeout: int = 5

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 
 from bench.accounts import BENCH_EMAIL, create_account
-from bench.ingest import _batch_requests, _single_requests
+from bench.ingest import UNLIMITED_TRACKING, _batch_requests, _single_requests
 from bench.loadgen import build_request, run_load
 from bench.server import ServerProcess
 
@@ -85,7 +85,7 @@ def profile_ingest(work: Path, mode: str, seconds: float) -> Path:
     shutil.rmtree(data_dir, ignore_errors=True)
     account = create_account(data_dir)
     out = work / f"profile-ingest-{mode}.txt"
-    with ServerProcess(data_dir) as server:
+    with ServerProcess(data_dir, env=UNLIMITED_TRACKING) as server:
         host = f"127.0.0.1:{server.port}"
         if mode == "health":
             requests, connections = [build_request("GET", "/api/health", host)], 32

@@ -33,12 +33,17 @@ def _run_server(settings: Settings, host: str, port: int) -> None:
     from api_backend.serving import server_config
     from sitelens.mount import create_combined_app
 
-    app = create_combined_app(settings)
-    shown = f"http://{display_host(host)}:{port}"
-    print(f"sitelens is serving on {shown}/ (API under {shown}/api)", flush=True)
-    # Errors are logged either way; a line per request is opt-in, as it costs the busiest route a third of its speed.
-    # One worker, with deadlines for slow clients (``api_backend.serving``).
-    uvicorn.Server(server_config(app, settings, host, port)).run()
+    # Opened here rather than by the app, so a damaged or missing store is one line on stderr, not a traceback.
+    services = backend_cli.open_event_services(settings)
+    try:
+        app = create_combined_app(settings, services)
+        shown = f"http://{display_host(host)}:{port}"
+        print(f"sitelens is serving on {shown}/ (API under {shown}/api)", flush=True)
+        # Errors are logged either way; a line per request is opt-in, as it costs the busiest route a third of its
+        # speed. One worker, with deadlines for slow clients (``api_backend.serving``).
+        uvicorn.Server(server_config(app, settings, host, port)).run()
+    finally:
+        services.close()
 
 
 def serve_command(args: argparse.Namespace) -> None:

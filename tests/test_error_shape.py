@@ -24,6 +24,8 @@ NO_WINDOW = {
     "/api/sites/{site_id}/excluded-ips",
     "/api/sites/{site_id}/excluded-countries",
     "/api/sites/{site_id}/private-link-config",
+    "/api/sites/{site_id}/live",  # always the last `minutes`
+    "/api/sites/{site_id}/sessions/{session_id}",  # always the whole session
 }
 
 

@@ -253,3 +253,35 @@ def test_eventlog014_intake_waits_when_the_store_falls_behind(tmp_path):
     assert store.count(1) == 12
     writer.close()
     store.close()
+
+
+def test_eventlog015_damage_followed_by_valid_records_stops_opening_instead_of_cutting(tmp_path):
+    log = EventLog(tmp_path / "log")
+    for name in ("/a", "/b", "/c"):
+        log.append(table(2, name))
+    log.close()
+    (segment,) = (tmp_path / "log").glob("*.log")
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a flipped byte in the middle record: acknowledged records follow it
+    segment.write_bytes(bytes(data))
+
+    with pytest.raises(LogCorruptError) as refused:
+        EventLog(tmp_path / "log")
+    message = str(refused.value)
+    assert str(segment) in message and "move" in message and "\n" not in message
+    assert segment.read_bytes() == bytes(data)  # nothing cut
+
+
+def test_eventlog016_a_damaged_final_record_alone_is_cut_as_torn(tmp_path):
+    log = EventLog(tmp_path / "log")
+    log.append(table(1, "/a"))
+    log.append(table(1, "/b"))
+    log.close()
+    (segment,) = (tmp_path / "log").glob("*.log")
+    data = bytearray(segment.read_bytes())
+    data[-1] ^= 0xFF
+    segment.write_bytes(bytes(data))
+
+    reopened = EventLog(tmp_path / "log")
+    assert reopened.last_seq == 1
+    assert [t.column("pathname")[0].as_py() for _, t in reopened.replay(after=0)] == ["/a"]

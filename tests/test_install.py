@@ -131,6 +131,8 @@ def test_install001_wheel_in_a_fresh_venv_serves_assets_and_the_goals_page(tmp_p
         css = httpx.get(f"{base}/assets/sitelens.css", timeout=10)
         assert css.status_code == 200, output
         assert css.headers["content-type"].startswith("text/css") and "--accent" in css.text
+        tracker = httpx.get(f"{base}/api/script.js", timeout=10)
+        assert tracker.status_code == 200 and "window.sitelens" in tracker.text, output
         page = httpx.get(f"{base}/goals?site=1", timeout=10)
         assert page.status_code == 200 and "/assets/sitelens.css" in page.text and "sitelens.js" in page.text
 

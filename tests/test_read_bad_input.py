@@ -88,6 +88,8 @@ ROUTE_CASES = [
     ("sessions", {"limit": "0"}),
     ("sessions", {"page": "0"}),
     ("users/u", {"limit": "101"}),
+    ("sessions/" + "s" * 129, {}),
+    ("users/" + "u" * 256, {}),
     ("users/u", {"start_date": "2026-03-01"}),
     ("live", {"minutes": "0"}),
     ("live", {"minutes": "61"}),

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.support import free_port
+from tests.browser_pages import page_server, wait_for
 
 PAGE = """<!doctype html>
 <html><head><title>Shop</title>
@@ -37,54 +31,19 @@ def test_script001_served_as_cacheable_javascript(client) -> None:
     assert "/api/script.js" in client.get("/api/openapi.json").json()["paths"]
 
 
-@contextmanager
-def page_server(root: Path) -> Iterator[str]:
-    """Serve ``root`` (every path answers ``index.html``, as a single-page app does) on a loopback port."""
-
-    class Handler(SimpleHTTPRequestHandler):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, directory=str(root), **kwargs)
-
-        def translate_path(self, path: str) -> str:
-            return str(root / "index.html")
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 20) -> Any:
-    """Poll ``check`` until it returns something truthy (the condition, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            assert value, "condition not met in time"
-            return value
-        time.sleep(0.1)
-
-
 def test_script002_tracker_in_chromium_sends_what_the_api_reads_back(dash_duo, api_base, site, owner, tmp_path):
-    headers = owner.headers
+    http = httpx.Client(headers=owner.headers, timeout=30)
     api = f"{api_base}/api/sites/{site.site_id}"
     # Headless Chromium is a bot by its user agent; errors are off by default.
     config = {"blockBots": False, "trackErrors": True}
-    assert httpx.put(f"{api}/config", json=config, headers=headers).status_code == 200
+    assert http.put(f"{api}/config", json=config).status_code == 200
     (tmp_path / "index.html").write_text(PAGE.format(api=api_base, site=site.site_id))
 
     def timeline() -> list[dict[str, Any]]:
-        sessions = httpx.get(f"{api}/sessions", headers=headers).json()["data"]
+        sessions = http.get(f"{api}/sessions").json()["data"]
         if not sessions:
             return []
-        detail = httpx.get(f"{api}/sessions/{sessions[0]['session_id']}", headers=headers).json()
+        detail = http.get(f"{api}/sessions/{sessions[0]['session_id']}").json()
         return detail["data"]["timeline"]
 
     def types() -> list[str]:
@@ -118,7 +77,7 @@ def test_script002_tracker_in_chromium_sends_what_the_api_reads_back(dash_duo, a
 
         # The site's tracking config is honoured: with outbound tracking off, a click sends nothing.
         config = {"trackOutbound": False}
-        assert httpx.put(f"{api}/config", json=config, headers=headers).status_code == 200
+        assert http.put(f"{api}/config", json=config).status_code == 200
         before = len(items)
         driver.get(page + "/")
         wait_for(lambda: len(types()) == before + 1)

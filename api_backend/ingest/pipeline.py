@@ -42,8 +42,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from api_backend.errors import AuthenticationRequiredError, NotFoundError
+from api_backend.errors import AuthenticationRequiredError, NotFoundError, ServiceUnavailableError
 from api_backend.ingest.batch import BatchOutcome, prepare_batch
+from api_backend.ingest.budget import TrackingBudget
 from api_backend.ingest.enrich import ClientInfo, enrich_events
 from api_backend.ingest.fastpath import event_tuple
 from api_backend.ingest.geo import GeoLocator, open_locator
@@ -53,6 +54,7 @@ from api_backend.ingest.site_rules import SiteRules, SiteRulesCache
 from api_backend.ingest.visitor import visitor_id
 from api_backend.settings import Settings
 from api_backend.store.coalescer import RowCoalescer
+from api_backend.store.eventlog import LogUnavailableError
 from api_backend.store.events import EventStore
 from api_backend.store.metadata import MetadataStore
 from api_backend.store.writer import BatchWriter
@@ -92,6 +94,7 @@ class Ingestor:
         self.locator = locator or open_locator(settings.geoip_mmdb)
         self.sites = SiteRulesCache(metadata.site)
         self.sessions = SessionTracker()
+        self.budget = TrackingBudget(settings.track_ip_events_per_minute, settings.track_site_events_per_minute)
         self._secret = settings.secret_key
         self._keys: dict[str, tuple[str | None, float]] = {}
         self._roles: dict[tuple[str, str], tuple[str | None, float]] = {}
@@ -170,12 +173,19 @@ class Ingestor:
     async def track(self, event: TrackEvent, client: ClientInfo, header_key: str | None) -> dict[str, Any]:
         """Process one event and answer once its row is durable (the ``/api/track`` response body)."""
         # An unknown site or a refused key is the request's error here, where a batch lists it as rejected.
-        self.trusted(event, self.site_rules(event.site_key), header_key)
+        rules = self.site_rules(event.site_key)
+        if not self.trusted(event, rules, header_key):
+            self.charge(client, {rules.site_id: 1})
         enriched = enrich_events(self, [(0, event_tuple(event))], client, header_key, self.clock())
         if enriched.dropped:
             return {"success": True, "tracked": False, "reason": enriched.dropped[0]["reason"]}
         await self.write(enriched.rows())
         return {"success": True}
+
+    def charge(self, client: ClientInfo, site_events: Mapping[int, int]) -> None:
+        """Count events sent without an API key against the sender's and the sites' budgets; 429 when over."""
+        self.budget.charge_ip(client.ip, sum(site_events.values()))
+        self.budget.charge_sites(site_events)
 
     def prepare_batch(
         self,
@@ -191,8 +201,15 @@ class Ingestor:
         return prepare_batch(self, events, client, header_key, self.clock(), exact_event)
 
     async def write(self, rows: list[dict[str, Any]] | pa.Table) -> int:
-        """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared writer; wait until durable."""
-        return await asyncio.wrap_future(self.rows.submit(rows))
+        """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared writer; wait until durable.
+
+        A log that cannot be written (disk full) is a 503 with ``Retry-After``: nothing was stored, so the
+        tracker may send the same events again.
+        """
+        try:
+            return await asyncio.wrap_future(self.rows.submit(rows))
+        except LogUnavailableError:
+            raise ServiceUnavailableError() from None
 
     # Identify -------------------------------------------------------------------------------------
 
@@ -204,6 +221,8 @@ class Ingestor:
         if key:
             self.check_key(key, rules)
             trusted = True
+        else:
+            self.charge(client, {rules.site_id: 1})
         ip = client.ip
         user_agent = client.user_agent
         if trusted:

@@ -17,7 +17,7 @@ from api_backend.query.dialect import Dialect
 from api_backend.query.filters import session_channel, session_user, session_value
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
-from api_backend.query.sql import Params, Query, paged_select
+from api_backend.query.sql import Params, Query
 
 __all__ = [
     "TIMELINE_COLUMNS",
@@ -87,16 +87,26 @@ def session_columns(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
     return ",\n    ".join(columns)
 
 
-def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
-    """Rows ``(total_count, rn, session_id, session_end)``: one page, newest ``session_end`` first.
+def _page_of(sessions: str, limit: int, offset: int, d: Dialect, p: Params) -> str:
+    """CTEs + SELECT of one page of ``sessions`` (``session_id, session_end``), newest end first, with the total.
 
-    Always at least one row (``rn`` NULL past the end), so the total is known on every page.
+    ``sessions`` is computed once; the page is a top-N (no ranking of every session) and the count reads the
+    same result. Always at least one row (``session_id`` NULL past the end), so the total is known on every page.
     """
+    return f"""{d.cte("ss", sessions, materialized=True)},
+page AS (SELECT session_id AS page_session, session_end AS page_end FROM ss
+         ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)})
+SELECT t.total_count, page.page_session AS session_id, page.page_end AS session_end
+FROM (SELECT count(*) AS total_count FROM ss) AS t LEFT JOIN page ON true
+ORDER BY page.page_end DESC, page.page_session"""
+
+
+def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
+    """Rows ``(total_count, session_id, session_end)``: one page of the window's sessions, newest end first."""
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
     ends = session_groups(scope, ", max(timestamp) AS session_end", d, p)
-    sql = f"{start}ss AS ({ends}),\n{paged_select('ss', 'session_end DESC, session_id', limit, offset, p)}"
-    return p.query(sql)
+    return p.query(start + _page_of(ends, limit, offset, d, p))
 
 
 def build_session_rows_query(scope: Scope, session_ids: Sequence[str], goals: Sequence[GoalSpec], d: Dialect) -> Query:
@@ -144,12 +154,12 @@ FROM events WHERE {where} AND session_id IN (SELECT session_id FROM us)"""
     return p.query(sql)
 
 
-def build_user_sessions_query(scope: Scope, user_id: str, limit: int, offset: int) -> Query:
-    """Rows ``(total_count, rn, session_id, session_end)``: one page of the user's sessions, newest first."""
+def build_user_sessions_query(scope: Scope, user_id: str, limit: int, offset: int, d: Dialect) -> Query:
+    """Rows ``(total_count, session_id, session_end)``: one page of the user's sessions, newest first."""
     p = Params()
     where = window_condition(scope.site_ids, scope.window, p)
-    sql = f"""WITH us AS ({_user_sessions(scope, user_id, p)}),
-ss AS (SELECT session_id, max(timestamp) AS session_end FROM events
-       WHERE {where} AND session_id IN (SELECT session_id FROM us) GROUP BY session_id),
-{paged_select("ss", "session_end DESC, session_id", limit, offset, p)}"""
-    return p.query(sql)
+    sessions = (
+        f"SELECT session_id, max(timestamp) AS session_end FROM events WHERE {where} "
+        f"AND session_id IN ({_user_sessions(scope, user_id, p)}) GROUP BY session_id"
+    )
+    return p.query("WITH " + _page_of(sessions, limit, offset, d, p))

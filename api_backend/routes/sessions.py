@@ -42,7 +42,7 @@ def _goal_specs(services: Services, site_id: int) -> list[GoalSpec]:
 def session_json(row: dict[str, Any]) -> dict[str, Any]:
     """A described session row as the Session object (api-spec fields plus counts and ``converted``)."""
     start, end = row["session_start"], row["session_end"]
-    data = {k: v for k, v in row.items() if k not in ("rn", "total_count")}
+    data = dict(row)
     data["session_start"], data["session_end"] = iso_utc(start), iso_utc(end)
     data["session_duration"] = int((end - start).total_seconds())
     for key in _INTEGERS:
@@ -56,7 +56,7 @@ def _described_page(
 ) -> tuple[list[dict[str, Any]], int]:
     """The sessions of a page query's rows, described, in the page's order; and the total count."""
     total = int(page_rows[0]["total_count"]) if page_rows else 0
-    ids = [r["session_id"] for r in page_rows if r["rn"] is not None]
+    ids = [r["session_id"] for r in page_rows if r["session_id"] is not None]
     if not ids:
         return [], total
     rows = services.reader.rows(build_session_rows_query(scope, ids, goals, services.reader.dialect), scope)
@@ -159,7 +159,9 @@ def get_user(
     totals = services.reader.rows(build_user_totals_query(scope, user_id), scope)[0]
     if not totals["sessions"]:
         raise NotFoundError("User not found.")
-    page_rows = services.reader.rows(build_user_sessions_query(scope, user_id, paging.limit, paging.offset), scope)
+    page_rows = services.reader.rows(
+        build_user_sessions_query(scope, user_id, paging.limit, paging.offset, services.reader.dialect), scope
+    )
     sessions, total = _described_page(services, scope, page_rows, _goal_specs(services, site_id))
     return {
         "data": {

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
@@ -84,7 +86,13 @@ _BATCH_SCHEMA = {
 
 def _responses(example: dict[str, Any], *codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI responses: the 200 body example plus the error statuses the route can answer."""
-    meaning = {400: "Invalid body (details name the fields)", 401: "Invalid API key", 404: "Unknown site"}
+    meaning = {
+        400: "Invalid body (details name the fields)",
+        401: "Invalid API key",
+        404: "Unknown site",
+        429: "Over the tracking budget of the address or site (see Retry-After)",
+        503: "The event log cannot be written (e.g. disk full); nothing was stored (see Retry-After)",
+    }
     out: dict[int | str, dict[str, Any]] = {
         200: {"description": "OK", "content": {"application/json": {"example": example}}}
     }
@@ -169,7 +177,7 @@ def _event(body: Any, raw: bytes, fast: bool) -> TrackEvent:
     "/track",
     openapi_extra=_body_doc(_EVENT_SCHEMA),
     response_model=None,
-    responses=_responses({"success": True, "tracked": False, "reason": "bot"}, 400, 401, 404),
+    responses=_responses({"success": True, "tracked": False, "reason": "bot"}, 400, 401, 404, 429, 503),
 )
 async def track(request: Request) -> JSONResponse:
     """Record one event: ``{"success": true}`` once stored, or ``tracked: false`` with the reason it was dropped."""
@@ -188,6 +196,8 @@ async def track(request: Request) -> JSONResponse:
         {"success": True, "accepted": 2, "rejected": [{"index": 1, "error": "type is required"}], "dropped": []},
         400,
         401,
+        429,
+        503,
     ),
 )
 async def track_batch(request: Request) -> JSONResponse:
@@ -225,6 +235,10 @@ def _prepare_batch(request: Request, services: Services, raw: bytes) -> BatchOut
     header_key = _header_key(request)
     if header_key is not None and ingestor.key_user(header_key) is None:
         raise AuthenticationRequiredError("The API key is unknown or revoked.")
+    if header_key is None:
+        # Charged before the work of preparing: a flood is refused at the cost of a count. A batch with a valid
+        # key in its header is exempt (each of its events must then match the key's organization).
+        ingestor.budget.charge_ip(client.ip, len(events))
     exact_event = None
     if fast:
         decoded: list[list[Any]] = []
@@ -239,14 +253,23 @@ def _prepare_batch(request: Request, services: Services, raw: bytes) -> BatchOut
                 decoded.append(json.loads(raw)["events"])
             return decoded[0][index]
 
-    return ingestor.prepare_batch(events, client, header_key, exact_event)
+    outcome = ingestor.prepare_batch(events, client, header_key, exact_event)
+    if header_key is None and outcome.table is not None:
+        ingestor.budget.charge_sites(site_counts(outcome.table))
+    return outcome
+
+
+def site_counts(table: pa.Table) -> dict[int, int]:
+    """Events per site id in a prepared batch table."""
+    counts = pc.value_counts(table.column("site_id")).to_pylist()
+    return {entry["values"]: entry["counts"] for entry in counts}
 
 
 @router.post(
     "/identify",
     openapi_extra=_body_doc(IdentifyBody.model_json_schema()),
     response_model=None,
-    responses=_responses({"success": True}, 400, 401, 404),
+    responses=_responses({"success": True}, 400, 401, 404, 429),
 )
 async def identify(request: Request) -> JSONResponse:
     """Tie the visitor sending this request to ``user_id``; later events of that visitor carry it."""

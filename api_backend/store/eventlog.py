@@ -9,8 +9,14 @@ after that number is copied again, so a crash at any point loses nothing and dup
 On disk: a directory of segment files named by the sequence number of their first record. A record is a
 header (magic, sequence number, payload length, CRC-32 of the payload) followed by the batch as an Arrow
 IPC stream. A torn record at the end of the newest segment (the process died mid-write, so the batch was
-never acknowledged) is cut off when the log is opened. Segments whose every record the store holds are
-deleted.
+never acknowledged) is cut off when the log is opened. A damaged record that valid records follow is not a
+torn write but lost data, so opening the log refuses (``LogCorruptError``) rather than cut acknowledged
+batches. Segments whose every record the store holds are deleted.
+
+An append that fails (disk full, I/O error) leaves nothing behind: records are written with ``os.write``
+(no buffer that could flush the failed bytes later) and the segment is cut back to its last whole record,
+so a batch answered with an error is never stored and no sequence number is used twice. The log reports
+the failure in ``fault`` until a later append or ``probe`` succeeds.
 """
 
 from __future__ import annotations
@@ -22,11 +28,10 @@ import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 import pyarrow as pa
 
-__all__ = ["EventLog", "LogCorruptError"]
+__all__ = ["EventLog", "LogCorruptError", "LogUnavailableError"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,10 @@ _SUFFIX = ".log"
 
 class LogCorruptError(RuntimeError):
     """A record inside the log (not at its very end) does not read back; the log needs attention."""
+
+
+class LogUnavailableError(RuntimeError):
+    """The log cannot take a record now (disk full, I/O error); nothing of the refused record was kept."""
 
 
 def _serialize(table: pa.Table) -> bytes:
@@ -71,8 +80,10 @@ class EventLog:
             (int(p.stem), p) for p in self.directory.glob(f"*{_SUFFIX}") if p.stem.isdigit()
         )
         self._last_seq = 0
-        self._file: BinaryIO | None = None
-        self._size = 0
+        self._fd: int | None = None  # the segment being written, opened on the first append
+        self._path: Path | None = None
+        self._size = 0  # bytes of whole records in that segment: a failed append is cut back to this
+        self._fault: str | None = None
         if self._segments:
             first, newest = self._segments[-1]
             self._last_seq = self._check_tail(newest) or first - 1
@@ -85,31 +96,63 @@ class EventLog:
         """Sequence number of the newest record written (0 for a log that never held one)."""
         return self._last_seq
 
+    @property
+    def fault(self) -> str | None:
+        """Why the last append failed, until one succeeds again (``None`` while the log takes records)."""
+        return self._fault
+
     def start_after(self, seq: int) -> None:
         """Continue numbering after ``seq`` (the store's position) when the log itself remembers less."""
         with self._lock:
             self._last_seq = max(self._last_seq, seq)
 
     def append(self, table: pa.Table) -> int:
-        """Write ``table`` as the next record, sync it to disk, and return its sequence number."""
+        """Write ``table`` as the next record, sync it to disk, and return its sequence number.
+
+        Raises ``LogUnavailableError`` when the record cannot be made durable; the log then holds none of it.
+        """
         payload = _serialize(table)
         with self._lock:
             seq = self._last_seq + 1
-            if self._file is None or self._size >= self._segment_bytes:
-                self._open_segment(seq)
-            assert self._file is not None
             record = _HEADER.pack(_MAGIC, seq, len(payload), zlib.crc32(payload)) + payload
             try:
-                self._file.write(record)
-                self._file.flush()
-                os.fdatasync(self._file.fileno())
-            except OSError:
-                # Leave no partial record behind: later records must follow a whole one to be readable.
-                self._file.truncate(self._size)
-                raise
+                fd = self._writable(seq)
+                _write_all(fd, record)
+                os.fdatasync(fd)
+            except OSError as exc:
+                self._fail(exc)
+                raise LogUnavailableError(self._fault) from exc
             self._size += len(record)
             self._last_seq = seq
+            self._fault = None
         return seq
+
+    def probe(self) -> str | None:
+        """After a failed append, check whether the log could take a record again; return the fault left, if any.
+
+        Writes and syncs a scratch file beside the segments (never a record), so a health check can see the
+        disk recover while no events arrive.
+        """
+        with self._lock:
+            if self._fault is None:
+                return None
+            scratch = self.directory / ".probe"
+            try:
+                fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    _write_all(fd, bytes(_PROBE_BYTES))
+                    os.fdatasync(fd)
+                finally:
+                    os.close(fd)
+                if self._path is not None:
+                    self._repair()
+            except OSError as exc:
+                self._fault = _describe(exc)
+            else:
+                self._fault = None
+            finally:
+                scratch.unlink(missing_ok=True)
+            return self._fault
 
     def replay(self, after: int) -> Iterator[tuple[int, pa.Table]]:
         """Every record with a sequence number above ``after``, oldest first."""
@@ -138,20 +181,60 @@ class EventLog:
     def close(self) -> None:
         """Close the segment being written (everything in it is already synced)."""
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            self._path = None
 
     # -- internals ------------------------------------------------------------------------------------------------
 
+    def _writable(self, seq: int) -> int:
+        """The descriptor to append record ``seq`` to: the current segment, repaired or rotated as needed."""
+        if self._path is not None and self._fd is None:
+            self._repair()  # an earlier append failed before its bytes could be cut off
+        if self._fd is None or self._size >= self._segment_bytes:
+            self._open_segment(seq)
+        assert self._fd is not None
+        return self._fd
+
+    def _fail(self, exc: OSError) -> None:
+        """Cut the segment back to its last whole record; if even that fails, retry before the next append."""
+        self._fault = _describe(exc)
+        if self._fd is None:
+            return
+        try:
+            os.ftruncate(self._fd, self._size)
+            os.fdatasync(self._fd)
+            os.lseek(self._fd, self._size, os.SEEK_SET)
+        except OSError:
+            log.warning("event log %s: could not cut a failed append yet", self._path)
+            os.close(self._fd)
+            self._fd = None  # _repair reopens the segment and cuts it before anything else is written
+
+    def _repair(self) -> None:
+        assert self._path is not None
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.ftruncate(self._fd, self._size)
+        os.fdatasync(self._fd)
+        os.lseek(self._fd, self._size, os.SEEK_SET)
+
     def _open_segment(self, first_seq: int) -> None:
-        if self._file is not None:
-            self._file.close()
         path = self.directory / f"{first_seq:020d}{_SUFFIX}"
-        self._file = open(path, "ab")  # noqa: SIM115 - kept open for appends until the next rotation or close
-        self._size = self._file.tell()
+        created = not path.exists()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            size = os.lseek(fd, 0, os.SEEK_END)
+            _sync_directory(self.directory)
+        except OSError:
+            os.close(fd)
+            if created:
+                path.unlink(missing_ok=True)
+            raise
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd, self._path, self._size = fd, path, size
         self._segments.append((first_seq, path))
-        _sync_directory(self.directory)
 
     def _records(self, path: Path) -> Iterator[tuple[int, bytes]]:
         data = path.read_bytes()
@@ -159,7 +242,7 @@ class EventLog:
         while offset < len(data):
             record = self._read_record(data, offset)
             if record is None:
-                raise LogCorruptError(f"unreadable record at byte {offset} of {path}")
+                raise LogCorruptError(_damage_message(path, offset))
             seq, payload, offset = record
             yield seq, payload
 
@@ -174,13 +257,28 @@ class EventLog:
             return None
         return seq, payload, end + length
 
+    def _whole_record_after(self, data: bytes, offset: int) -> int | None:
+        """Where a readable record starts after ``offset`` (damage in the middle), or ``None`` (a torn end)."""
+        position = data.find(_MAGIC, offset + 1)
+        while position != -1:
+            if self._read_record(data, position) is not None:
+                return position
+            position = data.find(_MAGIC, position + 1)
+        return None
+
     def _check_tail(self, path: Path) -> int:
-        """Cut a torn record off the newest segment; return the last good sequence number in it (0 if none)."""
+        """Cut a torn record off the newest segment; return the last good sequence number in it (0 if none).
+
+        Only a torn *final* record is cut: if a readable record follows the damage, the batches in between
+        were acknowledged, so this raises ``LogCorruptError`` instead of dropping them.
+        """
         data = path.read_bytes()
         offset, last = 0, 0
         while offset < len(data):
             record = self._read_record(data, offset)
             if record is None:
+                if self._whole_record_after(data, offset) is not None:
+                    raise LogCorruptError(_damage_message(path, offset))
                 log.warning("event log %s: cutting %d bytes of an unfinished record", path, len(data) - offset)
                 with open(path, "r+b") as f:
                     f.truncate(offset)
@@ -189,3 +287,28 @@ class EventLog:
                 break
             last, _, offset = record
         return last
+
+
+_PROBE_BYTES = 64 * 1024  # about one batch record: space for this much means appends can resume
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written (it may write fewer; a full disk raises ``OSError``)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _describe(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    return f"the event log cannot be written ({reason})"
+
+
+def _damage_message(path: Path, offset: int) -> str:
+    return (
+        f"the event log segment {path} is damaged at byte {offset} and is not a torn final write, so events "
+        f"acknowledged after that point would be lost; sitelens will not start. Keep a copy of {path.parent}, "
+        f"then restore the segment from a backup, or move {path} out of {path.parent} to start without the "
+        "events it holds that the event store lacks"
+    )

@@ -31,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from api_backend.store.eventlog import EventLog
+from api_backend.store.eventlog import EventLog, LogUnavailableError
 from api_backend.store.events import EventStore, rows_to_table
 
 __all__ = ["BatchWriter", "VisibleEventStore", "WriterClosedError"]
@@ -140,6 +140,18 @@ class BatchWriter:
             finally:
                 self._readers_waiting -= 1
 
+    def fault(self) -> str | None:
+        """Why events cannot be made durable now (the event log refuses appends), or ``None``.
+
+        After a failure this checks the disk again, so it clears once space returns even if no event arrives.
+        """
+        return self._log.probe() if self._log is not None else None
+
+    def backlog_rows(self) -> int:
+        """Rows submitted or durable but not yet in the store (how far the store lags behind the log)."""
+        with self._lock:
+            return self._pending_rows + self._queue_rows
+
     def close(self) -> None:
         """Make what is queued durable, apply it to the store, then stop both threads."""
         with self._lock:
@@ -195,6 +207,11 @@ class BatchWriter:
             return
         try:
             seq = self._log.append(table)
+        except LogUnavailableError as exc:  # disk full or failing: expected to pass, so one line, no traceback
+            log.error("event batch of %d rows refused: %s", table.num_rows, exc)
+            for _, future in parts:
+                future.set_exception(exc)
+            return
         except Exception as exc:  # not durable, so not acknowledged: every waiting request hears about it
             log.exception("event batch of %d rows could not be logged", table.num_rows)
             for _, future in parts:
