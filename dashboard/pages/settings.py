@@ -59,10 +59,15 @@ def _link_panel(url: str | None) -> html.Div:
     )
 
 
+# HTML data attributes (names with dashes, so passed as a mapping; typed loosely as Dash's signatures cannot name them).
+_DATA_SAVES: dict[str, Any] = {"data-saves": "1"}
+_DATA_UNSAVED_GUARD: dict[str, Any] = {"data-unsaved-guard": "1"}
+
+
 def _save_button(component_id: str, label: str, *, hidden: bool) -> html.Button:
     # data-saves: a click counts as saving for the unsaved-changes guard (assets/sitelens.js).
     return html.Button(
-        label, id=component_id, n_clicks=0, hidden=hidden, className="button button-primary", **{"data-saves": "1"}
+        label, id=component_id, n_clicks=0, hidden=hidden, className="button button-primary", **_DATA_SAVES
     )
 
 
@@ -207,7 +212,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
         ],
         className="page settings-page",
         # Typing here and leaving without saving asks first (assets/sitelens.js).
-        **{"data-unsaved-guard": "1"},
+        **_DATA_UNSAVED_GUARD,
     )
 
 
