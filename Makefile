@@ -38,7 +38,8 @@ serve: $(STAMP)
 	$(BIN)/sitelens serve
 
 test: $(STAMP) browser postgres
-	$(BIN)/ruff check api_backend api_client dashboard tests
+	$(BIN)/ruff check api_backend api_client dashboard sitelens tests bench
+	$(BIN)/mypy
 	if pg_isready -q -h 127.0.0.1 2>/dev/null; then export TEST_POSTGRES_URL="$(PG_TEST_URL)"; fi; \
 		$(BIN)/python -m pytest -q
 
@@ -49,8 +50,9 @@ fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --max-examples $(FUZZ_EXAMPLES)
 
 lint: $(STAMP)
-	$(BIN)/ruff check api_backend api_client dashboard tests
-	$(BIN)/ruff format --check api_backend api_client dashboard tests
+	$(BIN)/ruff check api_backend api_client dashboard sitelens tests bench
+	$(BIN)/ruff format --check api_backend api_client dashboard sitelens tests bench
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[test,bench]"

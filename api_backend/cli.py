@@ -24,16 +24,16 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from api_backend.commands import CommandError, ProgressBar, command_settings, open_event_services
 from api_backend.errors import APIError
-from api_backend.settings import Settings, SettingsError, load_settings
+from api_backend.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
-    from api_backend.services import Services
+    pass
 
 __all__ = [
     "CommandError",
@@ -49,10 +49,6 @@ __all__ = [
 ]
 
 PROG = "sitelens"
-
-
-class CommandError(Exception):
-    """A command failed in a way the user can fix; the message is printed as one line on stderr."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -103,20 +99,11 @@ def _iso_instant(raw: str) -> datetime:
 # Settings ----------------------------------------------------------------------------------------
 
 
-def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
-    """Settings from the environment; ``--data-dir`` and other flags override only when given."""
-    data_dir = getattr(args, "data_dir", None)
-    try:
-        return load_settings(data_dir=data_dir, **overrides)
-    except SettingsError as exc:
-        raise CommandError(str(exc)) from None
-
-
 def _metadata(args: argparse.Namespace):
     """The metadata store alone (applies migrations); the event store stays closed."""
     from api_backend.store.metadata import MetadataStore
 
-    return MetadataStore(_settings(args).database_url)
+    return MetadataStore(command_settings(args).database_url)
 
 
 # Admin commands ----------------------------------------------------------------------------------
@@ -220,70 +207,9 @@ def admin_create_api_key(args: argparse.Namespace) -> dict[str, Any]:
 # Seeding -----------------------------------------------------------------------------------------
 
 
-class ProgressBar:
-    """A one-line progress bar redrawn in place on a terminal (or printed every 10% to a file)."""
-
-    def __init__(self, total: int, stream: TextIO | None = None, label: str = "seeding") -> None:
-        self.total = max(total, 1)
-        self.stream = stream or sys.stderr
-        self.label = label
-        self.done = 0
-        self.started = time.monotonic()
-        self._tty = self.stream.isatty()
-        self._last_tenth = -1
-
-    def update(self, count: int) -> None:
-        """Record ``count`` more finished rows and redraw."""
-        self.done += count
-        fraction = min(self.done / self.total, 1.0)
-        if not self._tty:
-            tenth = int(fraction * 10)
-            if tenth == self._last_tenth:
-                return
-            self._last_tenth = tenth
-        elapsed = time.monotonic() - self.started
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        filled = int(fraction * 30)
-        line = (
-            f"{self.label} [{'#' * filled}{'.' * (30 - filled)}] {fraction * 100:5.1f}% "
-            f"{self.done:,}/{self.total:,} rows, {rate:,.0f} rows/s"
-        )
-        self.stream.write(("\r" + line) if self._tty else line + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """End the line."""
-        if self._tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def open_event_services(settings: Settings) -> Services:
-    """Open the stores, turning a damaged, missing or locked store into one clear ``CommandError`` line."""
-    import duckdb
-
-    from api_backend.services import open_services
-    from api_backend.store.eventlog import LogCorruptError
-    from api_backend.store.startup import StoreStartupError
-
-    try:
-        return open_services(settings)
-    except ValueError as exc:  # an events URL this build cannot open
-        raise CommandError(str(exc)) from None
-    except (StoreStartupError, LogCorruptError) as exc:  # a damaged or missing store: the message says what to do
-        raise CommandError(str(exc)) from None
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise CommandError(
-                f"the event store {settings.events_path} is locked by another process; "
-                "stop the running sitelens server before seeding"
-            ) from None
-        raise CommandError(f"cannot open the event store {settings.events_path}: {str(exc).splitlines()[0]}") from None
-
-
 def seed_command(args: argparse.Namespace) -> dict[str, Any]:
     """Insert synthetic traffic for a site: ``{"inserted": N}``."""
-    settings = _settings(args)
+    settings = command_settings(args)
     # Check the site in the metadata database before taking the event store's lock.
     metadata = _metadata(args)
     try:
@@ -319,7 +245,7 @@ def seed_command(args: argparse.Namespace) -> dict[str, Any]:
 
 def server_settings(args: argparse.Namespace) -> Settings:
     """The settings of a serving command: the environment, overridden by ``--host``, ``--port`` and ``--data-dir``."""
-    return _settings(args, host=args.host, port=args.port)
+    return command_settings(args, host=args.host, port=args.port)
 
 
 def display_host(host: str) -> str:

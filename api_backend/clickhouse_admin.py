@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from api_backend.commands import CommandError, ProgressBar, command_settings, open_event_services
 from api_backend.store.clickhouse_schema import cluster_schema_sql, single_node_sql
 from api_backend.store.open import DEFAULT_DATABASE, parse_events_url
 
@@ -114,7 +115,6 @@ def migrate_events_command(args: argparse.Namespace) -> dict[str, Any]:
     """``sitelens migrate-events``: copy the DuckDB events to the ClickHouse store at ``--to``."""
     import duckdb
 
-    from api_backend.cli import CommandError, ProgressBar, _settings, open_event_services
     from api_backend.store.open import open_event_store
 
     try:
@@ -123,7 +123,7 @@ def migrate_events_command(args: argparse.Namespace) -> dict[str, Any]:
         raise CommandError(f"--to {args.to!r} {exc}") from None
     if target_url.scheme == "duckdb":
         raise CommandError("--to must be a ClickHouse store: clickhouse://..., clickhouses://... or chdb:///...")
-    settings = _settings(args)
+    settings = command_settings(args)
     if parse_events_url(settings.events_url).scheme != "duckdb":
         raise CommandError(
             f"migrate-events copies from a DuckDB event store; SITELENS_EVENTS_URL is {settings.events_url}"

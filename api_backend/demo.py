@@ -1,4 +1,4 @@
-"""The demo: a ready-to-explore account, site, goals and 30 days of traffic in a data folder.
+"""The demo: a ready-to-explore account, site, goals and 60 days of traffic in a data folder.
 
 ``setup_demo(services, base_url=...)`` creates whatever is missing (first run: everything) and returns what a
 person needs to look around: where to sign in, an API key and the private link. It is idempotent: a later run
@@ -35,7 +35,7 @@ DEMO_ORGANIZATION = "Demo"
 DEMO_DOMAIN = "demo.sitelens.dev"
 DEMO_SITE_NAME = "Sitelens demo"
 DEMO_EVENTS = 200_000
-DEMO_DAYS = 30
+DEMO_DAYS = 60  # twice the default 30-day view, so its previous period is as full as the view itself
 DEMO_SEED = 2026
 
 # Goals as the API accepts them (validated by the same function as POST /goals).

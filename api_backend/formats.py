@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import overload
 
 __all__ = ["iso_utc"]
 
 
+@overload
+def iso_utc(value: datetime) -> str: ...
+@overload
+def iso_utc(value: None) -> None: ...
 def iso_utc(value: datetime | None) -> str | None:
     """``2026-03-01T09:30:00.000Z`` for a naive-UTC or aware datetime; ``None`` stays ``None``."""
     if value is None:

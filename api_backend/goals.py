@@ -3,7 +3,9 @@
 A goal is ``{name?, goalType, config}``. ``goalType`` is ``path`` or ``event`` (the API spec) or one of the
 autocapture types ``outbound, button_click, form_submit, copy`` (as the peer). Config rules:
 
-- ``path``: ``pathPattern`` required (``*`` = one or more characters except ``/``, ``**`` = anything);
+- ``path``: ``pathPattern`` required (``*`` = one or more characters except ``/``, ``**`` = anything); it is a path,
+  so it starts with ``/`` (a full URL or a bare word is refused with a hint), and ``***`` or longer runs of stars,
+  which the syntax does not define, are refused;
 - ``event``: ``eventName`` required; ``eventPropertyKey`` and ``eventPropertyValue`` come together or not
   at all (the value is a string, number or boolean);
 - autocapture: optional ``valuePattern`` (at most 512 characters; empty matches every event of the type);
@@ -23,7 +25,7 @@ from api_backend.formats import iso_utc
 from api_backend.query.filters import encodable
 from api_backend.store.models import Goal
 
-__all__ = ["GOAL_TYPES", "goal_json", "validate_goal_body"]
+__all__ = ["GOAL_TYPES", "PATH_HINT", "goal_json", "path_pattern_problem", "validate_goal_body"]
 
 GOAL_TYPES = ("path", "event", "outbound", "button_click", "form_submit", "copy")
 CONFIG_KEYS = ("pathPattern", "eventName", "eventPropertyKey", "eventPropertyValue", "valuePattern", "propertyFilters")
@@ -55,6 +57,20 @@ def _text(config: dict[str, Any], key: str, errors: list[FieldError], *, require
         errors.append(FieldError(f"config.{key}", f"must be at most {limit} characters"))
         return None
     return value
+
+
+PATH_HINT = "paths start with /; use the path, not the URL (for example /pricing)"
+
+
+def path_pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` can never match a tracked path (tracked paths start with ``/`` and hold no host), or ``None``."""
+    if "://" in pattern or pattern.lower().startswith(("http:", "https:", "www.")):
+        return f"is a URL, not a path: {PATH_HINT}"
+    if not pattern.startswith("/"):
+        return f"must start with /: {PATH_HINT}"
+    if "***" in pattern:
+        return "uses ***, which is not a wildcard: * matches one path segment, ** any number of them"
+    return None
 
 
 def _property_filters(config: dict[str, Any], errors: list[FieldError]) -> list[dict[str, Any]] | None:
@@ -132,7 +148,11 @@ def validate_goal_body(body: Any) -> tuple[str | None, str, dict[str, Any]]:
 
     clean: dict[str, Any] = {}
     if goal_type == "path":
-        clean["pathPattern"] = _text(config, "pathPattern", errors, required=True, limit=MAX_PATTERN)
+        pattern = _text(config, "pathPattern", errors, required=True, limit=MAX_PATTERN)
+        problem = path_pattern_problem(pattern) if pattern is not None else None
+        if problem:
+            errors.append(FieldError("config.pathPattern", problem))
+        clean["pathPattern"] = pattern
     elif goal_type == "event":
         clean["eventName"] = _text(config, "eventName", errors, required=True, limit=MAX_PATTERN)
         key, value = config.get("eventPropertyKey"), config.get("eventPropertyValue")
@@ -166,10 +186,11 @@ def validate_goal_body(body: Any) -> tuple[str | None, str, dict[str, Any]]:
     if errors:
         first = errors[0]
         raise InvalidRequestError(f"{first.field}: {first.message}", errors)
+    assert isinstance(goal_type, str)  # an unknown goal type was reported above
     return name, goal_type, clean
 
 
-def goal_json(goal: Goal, metrics: dict[str, int] | None = None, total_sessions: int | None = None) -> dict[str, Any]:
+def goal_json(goal: Goal, metrics: dict[int, int] | None = None, total_sessions: int | None = None) -> dict[str, Any]:
     """The Goal object; with metrics it carries total_conversions, total_sessions and conversion_rate (0..1)."""
     data: dict[str, Any] = {
         "goalId": goal.goal_id,

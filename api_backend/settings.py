@@ -76,7 +76,7 @@ def _parse_url(*schemes: str) -> Callable[[str], str]:
 
 
 def _parse_events_url(raw: str) -> str:
-    from api_backend.store.open import parse_events_url
+    from api_backend.store.urls import parse_events_url
 
     if raw:
         try:

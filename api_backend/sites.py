@@ -131,7 +131,7 @@ def validate_site_create(body: Any) -> dict[str, Any]:
                 flags[BOOLEAN_CONFIG_FIELDS[key]] = body[key]
     if errors:
         raise InvalidRequestError(f"{errors[0].field}: {errors[0].message}", errors)
-    return {"domain": domain, "name": (name or domain).strip(), **flags}
+    return {"domain": domain, "name": (name or domain or "").strip(), **flags}
 
 
 def validate_config_update(body: Any) -> dict[str, Any]:

@@ -79,7 +79,7 @@ class LoginThrottle:
         with self._lock:
             now = self._clock()
             by_email, by_source, by_pair = (self._load(k, now) for k in keys)
-            refused = None
+            refused: tuple[tuple[str, ...], str] | None = None
             if by_source >= self.per_source:
                 refused = keys[1], "Too many failed sign-in attempts from this address; try again later."
             elif by_pair >= self.per_email or (by_email >= self.per_email and by_pair > 0):

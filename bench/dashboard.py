@@ -8,6 +8,8 @@ the figure excludes WebDriver's own polling.
 - **first view**: a fresh sign-in (a new token, so the dashboard's server-side response cache has nothing for it)
   and an emptied browser cache, then the page is opened.
 - **cached**: the same page opened again right after (browser assets and the dashboard's API responses cached).
+- **open an error group**: on the errors page, a click on a group until its first occurrence is on screen, timed in
+  the page (``performance.now()`` at the click to the first frame that shows the group's message and an occurrence).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from bench.accounts import BENCH_EMAIL, BENCH_PASSWORD, BenchAccount
 from bench.server import ServerProcess
 from bench.stats import summarize
 
-__all__ = ["PAGES", "run_dashboard"]
+__all__ = ["PAGES", "open_error_groups", "run_dashboard"]
 
 # page name -> (path, CSS selector of the data being on screen)
 PAGES: dict[str, tuple[str, str]] = {
@@ -82,6 +84,47 @@ def _open(driver: Any, url: str, name: str, timeout: float = 60) -> float | None
             return float(mark) / 1000
         time.sleep(0.02)
     return None
+
+
+# Set up in the page before a click: resolves with milliseconds from the click to the first frame showing the
+# group's message in the detail and at least one occurrence under it.
+_TIME_GROUP_OPEN = """
+const row = arguments[0], done = arguments[arguments.length - 1];
+const message = row.querySelector('.error-message').textContent;
+row.scrollIntoView({block: 'center'});
+const start = performance.now();
+const poll = () => {
+  const head = document.querySelector('#errors-detail .error-detail-message');
+  const first = document.querySelector('#errors-occurrences .occurrence');
+  if (head && first && head.textContent === message) { done(performance.now() - start); return; }
+  if (performance.now() - start > 30000) { done(null); return; }
+  requestAnimationFrame(poll);
+};
+row.click();
+requestAnimationFrame(poll);
+"""
+
+
+def open_error_groups(driver: Any, url: str, clicks: int = 8) -> list[float]:
+    """Open the errors page at ``url`` and click its groups in turn: seconds from each click to the first occurrence.
+
+    The page is left to settle (sparklines drawn) before the first click, as a person would see it.
+    """
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url)
+    WebDriverWait(driver, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#errors-groups .spark-bar"))
+    driver.set_script_timeout(40)
+    times: list[float] = []
+    for index in range(clicks):
+        rows = driver.find_elements(By.CSS_SELECTOR, "#errors-groups button.error-group")
+        if not rows:
+            break
+        elapsed = driver.execute_async_script(_TIME_GROUP_OPEN, rows[index % len(rows)])
+        if elapsed is not None:
+            times.append(float(elapsed) / 1000)
+    return times
 
 
 def _page_exists(path: str) -> bool:
@@ -158,6 +201,17 @@ def run_dashboard(
                 f"    first {out['pages'][name]['first']['median'] * 1000:.0f} ms, "
                 f"cached {out['pages'][name]['cached']['median'] * 1000:.0f} ms"
             )
+            if name == "errors":
+                opened = open_error_groups(driver, url, clicks=max(runs, 8))
+                if opened:
+                    summary = summarize(opened)
+                    out["pages"][name]["open_group"] = summary
+                    out["notes"].append(
+                        f"errors page, opening a group (click to its first occurrence on screen): "
+                        f"p50 {summary['median'] * 1000:.0f} ms, max {summary['max'] * 1000:.0f} ms "
+                        f"over {summary['n']} clicks"
+                    )
+                    log(f"    open a group: p50 {summary['median'] * 1000:.0f} ms, max {summary['max'] * 1000:.0f} ms")
     finally:
         driver.quit()
     return out

@@ -86,13 +86,15 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
 
     # A share URL (/share/<siteId>#<key>) carries the key in the fragment, which never reaches a server: copy it into
     # the session store so every call of this tab sends it as X-Private-Key.
+    # Every move inside the shared view (tabs, links, dates, filters) goes through the Location, whose ``href``
+    # changes each time; a move that dropped the fragment gets the key put back, so the address stays shareable.
     app.clientside_callback(
         """
-        function(hash, pathname, current) {
-            var match = /\\/share\\/([^\\/?#]+)/.exec(pathname || "");
+        function(_href, current) {
+            var match = /\\/share\\/([^\\/?#]+)/.exec(window.location.pathname || "");
             if (!match) { return window.dash_clientside.no_update; }
+            var hash = window.location.hash;
             if (!hash || hash.length < 2) {
-                // Moving inside the shared view drops the fragment; put the key back so the URL stays shareable.
                 if (current && current.privateKey && String(current.siteId) === match[1]) {
                     var here = window.location.pathname + window.location.search;
                     window.history.replaceState(window.history.state, "", here + "#" + current.privateKey);
@@ -107,8 +109,7 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         }
         """,
         Output(ids.SHARE, "data"),
-        Input(ids.NAVIGATE, "hash"),
-        Input(ids.NAVIGATE, "pathname"),
+        Input(ids.NAVIGATE, "href"),
         State(ids.SHARE, "data"),
     )
 

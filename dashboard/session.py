@@ -252,6 +252,23 @@ GOALS_PAGE_MAX = 100
 SESSIONS_PAGE_MAX = 100
 
 
+def site_gate(auth: Mapping[str, Any] | None, view: Any) -> Any | None:
+    """What a site page shows instead of itself when the view's site does not exist or is not the person's (a
+    single "Site not found" message), else ``None``. Other failures are left to the page, which reports them."""
+    from api_client import ForbiddenError, NotFoundError
+    from dashboard.components.common import site_not_found
+
+    if view.site_id is None:
+        return None
+    try:
+        cached_call(api_for(auth), "site", view.site_id)
+    except (NotFoundError, ForbiddenError):
+        return site_not_found()
+    except Exception:  # noqa: BLE001 - the page itself shows any other failure where the person looks
+        return None
+    return None
+
+
 def all_goals(api: AnalyticsAPI, view: Any) -> list[Any]:
     """Every goal of ``view``'s site with its numbers for the view's window and filters (all pages)."""
     goals: list[Any] = []

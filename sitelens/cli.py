@@ -76,7 +76,7 @@ def _add_serving_commands(commands: Any) -> None:
     add_server_flags(serve)
     serve.set_defaults(handler=serve_command)
 
-    demo = commands.add_parser("demo", help="create a demo account with 30 days of traffic (first run), then serve")
+    demo = commands.add_parser("demo", help="create a demo account with 60 days of traffic (first run), then serve")
     add_server_flags(demo)
     demo.set_defaults(handler=demo_command)
 

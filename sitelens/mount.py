@@ -36,7 +36,8 @@ def mount_dashboard(app: FastAPI, settings: Settings) -> None:
     from dashboard.app import create_dashboard
 
     dashboard = create_dashboard(dashboard_api_url(settings))
-    app.mount("/", WSGIMiddleware(dashboard.server), name="dashboard")
+    # a2wsgi types its ASGI arguments more narrowly than Starlette's ASGIApp; the two agree at run time.
+    app.mount("/", WSGIMiddleware(dashboard.server), name="dashboard")  # type: ignore[arg-type]
 
 
 def create_combined_app(settings: Settings, services: Services | None = None) -> FastAPI:

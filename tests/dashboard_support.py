@@ -18,15 +18,83 @@ def sign_in(dash_duo, email: str, password: str = PASSWORD, *, expect_sites: boo
 
 
 def click(dash_duo, selector: str, timeout: float = 10) -> None:
-    """Click ``selector``, finding it again if the page re-rendered it between the lookup and the click."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    """Click ``selector``, finding it again if the page re-rendered it between the lookup and the click.
+
+    The element is scrolled to the middle of the window first, so the sticky navbar never covers it.
+    """
+    from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
 
     deadline = time.monotonic() + timeout
     while True:
         try:
-            dash_duo.find_element(selector).click()
+            element = dash_duo.find_element(selector)
+            dash_duo.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+            element.click()
             return
-        except StaleElementReferenceException:
+        except (StaleElementReferenceException, ElementClickInterceptedException):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+WIDTHS = (1440, 390)
+
+
+def wait_until(predicate, timeout: float = 10.0, message: str = "condition not met in time"):
+    """Poll ``predicate`` until it returns something truthy (returned), or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(message)
+        time.sleep(0.05)
+
+
+def page_fits(dash_duo) -> bool:
+    """Whether the page scrolls only up and down: the document is no wider than the window's layout viewport."""
+    return dash_duo.driver.execute_script(
+        "return document.documentElement.scrollWidth <= document.documentElement.clientWidth;"
+    )
+
+
+def screenshots(dash_duo, output_dir, name: str, *, widths=WIDTHS, check_fit: bool = False) -> None:
+    """Save ``name-<width>.png`` at each width (phone and desktop) for people to look at, then go back to desktop.
+
+    ``SITELENS_SHOT_TAG`` (e.g. ``before``) is added to the names, so two builds' pictures can sit side by side. At
+    phone width the page must not scroll sideways.
+    """
+    import os
+
+    tag = os.environ.get("SITELENS_SHOT_TAG", "")
+    driver = dash_duo.driver
+    height = driver.get_window_size()["height"]
+    for width in widths:
+        driver.set_window_size(width, height)
+        wait_until(lambda w=width: driver.execute_script("return window.innerWidth") <= w)
+        suffix = f"-{tag}" if tag else ""
+        driver.save_screenshot(str(output_dir / f"{name}-{width}{suffix}.png"))
+        if check_fit and width < 600 and not tag:
+            wide = driver.execute_script("return document.documentElement.scrollWidth")
+            assert page_fits(dash_duo), f"{name} at {width} px is {wide} px wide"
+    driver.set_window_size(widths[0], height)
+
+
+def callback_round_trips(dash_duo) -> int:
+    """Dash callback requests the browser made since this page was opened (resource timing)."""
+    return dash_duo.driver.execute_script(
+        "return performance.getEntriesByType('resource').filter(e => e.name.includes('_dash-update-component')).length;"
+    )
+
+
+def settled(dash_duo, at_least: int = 0, timeout: float = 15) -> int:
+    """Wait until at least ``at_least`` callback round trips were made and none is pending; return their number."""
+    return (
+        wait_until(
+            lambda: (count := callback_round_trips(dash_duo)) >= at_least and dash_duo.redux_state_rqs == [] and count,
+            timeout,
+            "the page's callbacks did not settle",
+        )
+        or 0
+    )

@@ -8,6 +8,7 @@ from selenium.webdriver.common.by import By
 
 from dashboard.app import create_dashboard
 from tests.dashboard_data import load_demo
+from tests.dashboard_support import click, screenshots, sign_in
 from tests.support import PASSWORD, make_account, make_site
 
 
@@ -35,7 +36,7 @@ def test_dash_channels001_ranking_table_and_chart(dash_duo, services, api_base, 
     dash_duo.wait_for_element("#login-email", timeout=10)
     dash_duo.find_element("#login-email").send_keys("owner@example.com")
     dash_duo.find_element("#login-password").send_keys(PASSWORD)
-    dash_duo.find_element("#login-submit").click()
+    click(dash_duo, "#login-submit")
     dash_duo.wait_for_element("#sites-list", timeout=10)
     dash_duo.driver.get(f"{dash_duo.server_url}/channels?site={site.site_id}&goal={pricing.goal_id}")
     dash_duo.wait_for_element("#channels-table", timeout=15)
@@ -64,3 +65,34 @@ def test_dash_channels001_ranking_table_and_chart(dash_duo, services, api_base, 
     assert rows[0][2:5] == ["3", "1", "33.3%"] and rows[1][2:5] == ["4", "1", "25.0%"]
     assert f"goal={signup.goal_id}" in dash_duo.driver.current_url
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def test_dash_channels002_opens_on_the_goal_with_most_conversions_and_groups_thousands(
+    dash_duo, services, api_base, output_dir
+):
+    from datetime import UTC, datetime, timedelta
+
+    from api_backend.store.events import rows_to_table
+
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    # 1,200 direct sessions yesterday, 1,050 of them reaching /pricing.
+    day = (datetime.now(UTC) - timedelta(days=1)).replace(hour=8, minute=0, second=0, microsecond=0, tzinfo=None)
+    rows = []
+    for i in range(1200):
+        at = day + timedelta(seconds=20 * i)
+        rows.append({"site_id": site.site_id, "timestamp": at, "session_id": f"s{i}", "pathname": "/"})
+        if i < 1050:
+            rows.append({"site_id": site.site_id, "timestamp": at, "session_id": f"s{i}", "pathname": "/pricing"})
+    services.events.append(rows_to_table([{**r, "type": "pageview", "channel": ""} for r in rows]))
+    # The first goal never converts; the ranking must not open on it.
+    services.metadata.create_goal(site.site_id, "Nobody", "path", {"pathPattern": "/never"})
+    services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.driver.get(f"{dash_duo.server_url}/channels?site={site.site_id}")
+    dash_duo.wait_for_contains_text("#channels-table", "Direct", timeout=15)
+    row = [td.text for td in dash_duo.find_elements("#channels-table tbody tr td")]
+    assert row[1:5] == ["Direct", "1,200", "1,050", "87.5%"], row
+    assert "Pricing" in dash_duo.find_element("#channels-goal").text
+    screenshots(dash_duo, output_dir, "channels-default-goal")

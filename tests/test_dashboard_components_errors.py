@@ -128,8 +128,17 @@ def test_occurrence_card_time_in_zone_location_and_stack_as_pre():
     # 23:30:05 UTC on 15 Jan is 00:30:05 on 16 Jan in Berlin (CET).
     assert "2026-01-16 00:30:05 CET" in strings
     assert "https://shop.example.com/app.js:10:5" in strings
-    assert "shop.example.com/checkout" in strings
-    assert "Chrome 140" in strings and "Windows" in strings and "DE" in strings
+    facts = next(text for text in strings if text.startswith("Page: "))
+    assert facts.split(" · ") == [
+        "Page: shop.example.com/checkout",
+        "Browser: Chrome 140",
+        "OS: Windows",
+        "Device: Desktop",
+        "Country: DE",
+        "Session: s-1",
+    ]
+    # Few components per card: a page of twenty mounts quickly in the browser.
+    assert len(find(card, lambda n: hasattr(n, "children"))) <= 8
     pres = find(card, lambda n: type(n).__name__ == "Pre")
     assert len(pres) == 1 and pres[0].children == hostile_stack
 
@@ -180,6 +189,8 @@ def test_groups_frame_and_events_frame_for_csv():
     frame = comp.error_groups_frame([group(), group(value="RangeError: bad", name="RangeError", count=8)])
     assert list(frame.columns) == ["error_name", "message", "occurrences", "sessions", "percentage"]
     assert frame["occurrences"].tolist() == [12, 8]
+    shares = comp.error_groups_frame([group(percentage=39.77230995225854), group(percentage=0.04)])["percentage"]
+    assert shares.tolist() == [39.8, 0.0]
     events = comp.error_events_frame([event()], "America/New_York")
     assert events.loc[0, "time"] == "2026-01-15T18:30:05.000-05:00"
     assert events.loc[0, "time_utc"] == "2026-01-15T23:30:05.000+00:00"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 from api_client.models import Goal, GoalSession
@@ -47,7 +48,7 @@ def test_goal_target_in_words():
 
 def test_goals_table_rows_rates_and_bars():
     table = goal_ui.goals_table([PATH, EVENT], lambda goal_id: f"/goal-sessions?goal={goal_id}")
-    body = table.children[1].children
+    body = table.children[2].children
     assert [row.id for row in body] == ["goal-row-1", "goal-row-2"]
     text = as_json(table)
     assert "40.0%" in text and "33.3%" in text
@@ -138,10 +139,20 @@ def test_pager_links_and_ends():
 def test_sessions_body_pages_from_the_goal_total():
     from dashboard.state import ViewState
 
-    session = GoalSession(session_id="s1", session_start=datetime(2026, 3, 1, tzinfo=UTC), pageviews=1)
-    body = goal_ui.sessions_body([session] * 25, ViewState(page=2), lambda p: f"?page={p}", 25, total=60)
+    session = GoalSession(
+        session_id="s1",
+        session_start=datetime(2026, 3, 1, tzinfo=UTC),
+        session_end=datetime(2026, 3, 1, 0, 5, tzinfo=UTC),
+        pageviews=1,
+    )
+    view = ViewState(page=2, time_zone="UTC")
+    body = goal_ui.sessions_body([session] * 25, view, lambda p: f"?page={p}", 25, total=60)
     text = as_json(body[1])
-    assert "Page 2 of 3" in text and "60 sessions, newest first" in text and "?page=3" in text
+    assert "Page 2 of 3" in text and "60 sessions, latest end first" in text and "?page=3" in text
+    # Both ends of a session are shown, and the header of the one the list is sorted by says so.
+    columns = {c["id"]: c["name"] for c in body[0].columns}
+    assert columns["session_start"] == "Started (UTC)" and columns["session_end"] == "Ended (UTC) ↓"
+    assert body[0].data[0]["session_end"] == "2026-03-01 00:05"
     empty = goal_ui.sessions_body([], ViewState(), lambda p: "", 25, total=0)
     assert "No session reached this goal" in as_json(empty)
 
@@ -151,3 +162,14 @@ def test_referrer_host_for_display():
     assert goal_ui.referrer_host("") == ""
     assert goal_ui.referrer_host("android-app://com.slack") == "com.slack"
     assert goal_ui.referrer_host("not a url") == "not a url"
+
+
+def test_goals_table_says_the_sessions_once_and_no_rate_out_of_nothing():
+    table = goal_ui.goals_table([PATH, PATH.model_copy(update={"goal_id": 7})], lambda goal_id: "/x")
+    caption, header, body = table.children
+    assert caption.children == "Conversions out of 10 sessions in this range"
+    assert "Sessions" not in [th.children for th in header.children.children]
+    assert all(len(row.children) == 6 for row in body.children)  # name, type, target, conversions, rate, actions
+    empty = Goal(goal_id=9, name="Quiet", goal_type="path", config={"pathPattern": "/"}, total_sessions=0)
+    rates = re.findall(r'"children": "([^"]*)", "className": "rate-value"', as_json(goal_ui.goals_table([empty], str)))
+    assert rates == ["\\u2013"]  # "–" as JSON writes it

@@ -135,7 +135,11 @@ def test_private_link_panel_states():
     clipboard = active.children[1].children[1]
     assert url_input.value == "http://h/share/1#k" and url_input.readOnly is True
     assert clipboard.target_id == "u"
-    assert [b.children for b in active.children[2].children] == ["Generate a new link", "Revoke this link"]
+    providers = active.children[2].children
+    assert [p.children.children for p in providers] == ["Generate a new link", "Revoke this link"]
+    # Replacing and revoking cut off whoever holds the link: both ask first.
+    assert [p.id for p in providers] == ["g-confirm", "r-confirm"]
+    assert all(type(p).__name__ == "ConfirmDialogProvider" and "at once" in p.message for p in providers)
 
 
 def test_danger_zone_starts_disabled_and_names_the_domain():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -14,7 +13,7 @@ from selenium.webdriver.common.by import By
 
 from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
-from tests.dashboard_support import sign_in
+from tests.dashboard_support import callback_round_trips, click, screenshots, settled, sign_in, wait_until
 from tests.support import make_account, make_site
 
 TYPE_ERROR = "Cannot read properties of undefined (reading 'price')"
@@ -75,16 +74,6 @@ def plotted_points(dash_duo) -> list:
     return dash_duo.driver.execute_script(
         "var g = document.querySelector('#errors-chart .js-plotly-plot');return g && g.data ? g.data[0].y : null;"
     )
-
-
-def wait_until(predicate, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
 
 
 def test_dash_errors001_groups_open_stack_and_bucket(dash_duo, services, api_base, output_dir):
@@ -163,7 +152,7 @@ def test_dash_errors002_filtered_groups_csv_and_occurrence_pages(dash_duo, servi
     dash_duo.wait_for_contains_text(".errors-tracking-off", "Error tracking is off", timeout=10)
 
     # The groups CSV holds what the page shows, filters applied.
-    dash_duo.find_element("#errors-groups-csv").click()
+    click(dash_duo, "#errors-groups-csv")
     csv_path = Path(dash_duo.download_path)
     files = wait_until(lambda: [f for f in csv_path.glob("*.csv") if f.stat().st_size > 0])
     frame = pd.read_csv(files[0])
@@ -171,23 +160,16 @@ def test_dash_errors002_filtered_groups_csv_and_occurrence_pages(dash_duo, servi
         ["TypeError", TYPE_ERROR, 25, 5]
     ]
 
-    dash_duo.find_element(".error-group[data-index='0']").click()
+    click(dash_duo, ".error-group[data-index='0']")
     dash_duo.wait_for_text_to_equal(".occurrences-count", "1–20 of 25", timeout=15)
     assert len(dash_duo.driver.find_elements(By.CSS_SELECTOR, ".occurrence")) == 20
-    dash_duo.find_element("#errors-occurrences-next").click()
+    click(dash_duo, "#errors-occurrences-next")
     dash_duo.wait_for_text_to_equal(".occurrences-count", "21–25 of 25", timeout=15)
     assert len(dash_duo.driver.find_elements(By.CSS_SELECTOR, ".occurrence")) == 5
     assert dash_duo.find_element("#errors-occurrences-next").get_attribute("disabled") == "true"
-    dash_duo.find_element("#errors-occurrences-prev").click()
+    click(dash_duo, "#errors-occurrences-prev")
     dash_duo.wait_for_text_to_equal(".occurrences-count", "1–20 of 25", timeout=15)
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
-
-
-def callback_round_trips(dash_duo) -> int:
-    """Dash callback requests the browser made since this page was opened (resource timing)."""
-    return dash_duo.driver.execute_script(
-        "return performance.getEntriesByType('resource').filter(e => e.name.includes('_dash-update-component')).length;"
-    )
 
 
 def bar_titles(dash_duo, index: int) -> list[str]:
@@ -215,17 +197,15 @@ def test_dash_errors003_sparklines_follow_the_list_and_a_reopened_page_draws_it_
     assert hostile[5] == "2026-03-06 00:00: 2" and sum(int(t.rsplit(": ", 1)[1]) for t in hostile) == 2
     # Sessions s0..s9 (page views; the error sessions s0-s4 and s9 are among them).
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
-    time.sleep(0.5)
-    first = callback_round_trips(dash_duo)
+    first = settled(dash_duo)
 
     # Opened again: list and strip come with the page's layout, the sparklines (cached) right after.
     dash_duo.driver.get(url)
     dash_duo.wait_for_element(".error-group[data-index='1']", timeout=10)
     assert dash_duo.find_element("#frame-overview-sessions").text == "10"
     wait_until(lambda: bar_titles(dash_duo, 0) == type_error and bar_titles(dash_duo, 1) == hostile)
-    time.sleep(1)
-    again = callback_round_trips(dash_duo)
     # The navbar, the page and the sparklines; the first view also loaded the list and the strip by callbacks.
+    again = settled(dash_duo, at_least=3)
     assert again == 3 and first > again, (first, again)
     assert "Choose an error group" in dash_duo.find_element("#errors-detail").text
     dash_duo.driver.save_screenshot(str(output_dir / "errors-reopened.png"))
@@ -280,13 +260,12 @@ def test_dash_errors004_groups_pager_counts_pages_and_disables_its_ends(dash_duo
 
     # A middle page: both ways open.
     wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
-    time.sleep(0.5)
     before = callback_round_trips(dash_duo)
-    dash_duo.find_element("#errors-groups .pager-next").click()
+    click(dash_duo, "#errors-groups .pager-next")
     dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 2 of {pages}", timeout=15)
     wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
-    time.sleep(1)
-    fresh = callback_round_trips(dash_duo) - before
+    # The sparklines are the last of the page's callbacks: once they are drawn, every round trip has been made.
+    fresh = settled(dash_duo) - before
     assert parse_qs(urlparse(dash_duo.driver.current_url).query)["page"] == ["2"]
     assert pager_state(dash_duo) == (f"Page 2 of {pages}", expected_total, True, True)
     wait_until(lambda: shown_messages(dash_duo) == ranked[per_page : 2 * per_page])
@@ -294,7 +273,7 @@ def test_dash_errors004_groups_pager_counts_pages_and_disables_its_ends(dash_duo
     dash_duo.driver.save_screenshot(str(output_dir / "errors-pager-middle.png"))
 
     # The last page: three groups left, no Next.
-    dash_duo.find_element("#errors-groups .pager-next").click()
+    click(dash_duo, "#errors-groups .pager-next")
     dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page {pages} of {pages}", timeout=15)
     assert pager_state(dash_duo) == (f"Page {pages} of {pages}", expected_total, True, False)
     wait_until(lambda: shown_messages(dash_duo) == ranked[2 * per_page :])
@@ -304,18 +283,69 @@ def test_dash_errors004_groups_pager_counts_pages_and_disables_its_ends(dash_duo
 
     # Back to the first page, whose answer is cached: drawn with the page's layout, pager included, at no extra
     # round trip.
-    dash_duo.find_element("#errors-groups .pager-prev").click()
+    click(dash_duo, "#errors-groups .pager-prev")
     dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 2 of {pages}", timeout=15)
     wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
-    time.sleep(0.5)
     before = callback_round_trips(dash_duo)
-    dash_duo.find_element("#errors-groups .pager-prev").click()
+    click(dash_duo, "#errors-groups .pager-prev")
     dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 1 of {pages}", timeout=15)
     wait_until(lambda: len(bar_titles(dash_duo, 0)) == 7)
-    time.sleep(1)
-    cached = callback_round_trips(dash_duo) - before
+    cached = settled(dash_duo) - before
     # The navbar, the page and the sparklines; a page not yet cached also loaded its list by a callback.
     assert (fresh, cached) == (4, 3)
     assert pager_state(dash_duo) == (f"Page 1 of {pages}", expected_total, False, True)
     assert shown_messages(dash_duo) == ranked[:per_page]
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def test_dash_errors005_opening_a_group_redraws_only_the_detail_and_scrolls_to_it(
+    dash_duo, services, api_base, output_dir
+):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com", track_errors=True)
+    load_events(services, site.site_id)
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.driver.get(f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}")
+    dash_duo.wait_for_element(".error-group[data-index='1']", timeout=15)
+    wait_until(lambda: len(bar_titles(dash_duo, 1)) == 7)
+    screenshots(dash_duo, output_dir, "errors-list")
+    # Mark the list's elements: a page redraw would replace them (and the marks with them).
+    dash_duo.driver.execute_script(
+        "document.querySelector('#errors-groups .error-groups').dataset.mark = 'kept';"
+        "document.querySelectorAll('.spark-bar').forEach(function (b) { b.dataset.mark = 'kept'; });"
+    )
+    bars = len(dash_duo.driver.find_elements(By.CSS_SELECTOR, ".spark-bar"))
+    before = callback_round_trips(dash_duo)
+
+    click(dash_duo, ".error-group[data-index='1']")
+    dash_duo.wait_for_text_to_equal("#errors-detail .error-detail-message", HOSTILE, timeout=15)
+    dash_duo.wait_for_element("#errors-occurrences .occurrence", timeout=10)
+    assert parse_qs(urlparse(dash_duo.driver.current_url).query)["error"] == [HOSTILE]
+    # The list, its sparklines and the row's mark stayed; the chosen row is marked as chosen.
+    assert dash_duo.find_element("#errors-groups .error-groups").get_attribute("data-mark") == "kept"
+    kept = dash_duo.driver.find_elements(By.CSS_SELECTOR, ".spark-bar[data-mark='kept']")
+    assert len(kept) == bars == 14
+    assert "error-group-selected" in dash_duo.find_element(".error-group[data-index='1']").get_attribute("class")
+    assert "error-group-selected" not in dash_duo.find_element(".error-group[data-index='0']").get_attribute("class")
+    # One round trip draws the detail with its first occurrences.
+    assert callback_round_trips(dash_duo) - before == 1
+    # The detail is on screen: its top is inside the window.
+    wait_until(
+        lambda: dash_duo.driver.execute_script(
+            "var top = document.getElementById('errors-detail').getBoundingClientRect().top;"
+            "return top >= 0 && top < window.innerHeight / 2;"
+        ),
+        message="the detail did not come into view",
+    )
+    screenshots(dash_duo, output_dir, "errors-opened")
+
+    # Another group: the detail follows, and the URL with it.
+    click(dash_duo, ".error-group[data-index='0']")
+    dash_duo.wait_for_text_to_equal("#errors-detail .error-detail-message", TYPE_ERROR, timeout=15)
+    dash_duo.wait_for_text_to_equal(".occurrences-count", "1–20 of 25", timeout=15)
+    assert parse_qs(urlparse(dash_duo.driver.current_url).query)["error"] == [TYPE_ERROR]
+    # Back goes to the previous group, drawn by the page from its URL.
+    dash_duo.driver.back()
+    dash_duo.wait_for_text_to_equal("#errors-detail .error-detail-message", HOSTILE, timeout=15)
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from dash.testing.wait import until
 from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
 
 from dashboard.app import create_dashboard
 from tests.dashboard_support import click, sign_in
@@ -29,13 +30,13 @@ def test_dash_frame001_sign_in_pick_site_sign_out(dash_duo, services, api_base, 
 
     dash_duo.clear_input(dash_duo.find_element("#login-password"))
     dash_duo.find_element("#login-password").send_keys(PASSWORD)
-    dash_duo.find_element("#login-submit").click()
+    click(dash_duo, "#login-submit")
     dash_duo.wait_for_contains_text("#sites-list", "shop.example.com", timeout=10)
     dash_duo.wait_for_contains_text("#sites-list", "blog.example.org", timeout=10)
     dash_duo.wait_for_text_to_equal("#frame-user-email", "owner@example.com", timeout=10)
     dash_duo.driver.save_screenshot(str(output_dir / "frame-sites.png"))
 
-    dash_duo.find_element("#frame-sign-out").click()
+    click(dash_duo, "#frame-sign-out")
     dash_duo.wait_for_contains_text("#login-message", "signed out", timeout=10)
     assert "/login" in dash_duo.driver.current_url
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
@@ -68,19 +69,19 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
 
     # A remote API: sign in with an API key instead of a password.
     dash_duo.wait_for_element(".login-card", timeout=10)
-    dash_duo.find_element("#login-mode label:nth-child(2)").click()
+    click(dash_duo, "#login-mode label:nth-child(2)")
     until(lambda: dash_duo.find_element("#login-api-key").is_displayed(), 5)
     dash_duo.find_element("#login-api-key").send_keys("not-a-key")
-    dash_duo.find_element("#login-submit").click()
+    click(dash_duo, "#login-submit")
     dash_duo.wait_for_contains_text("#login-message", "not valid", timeout=10)
     dash_duo.clear_input(dash_duo.find_element("#login-api-key"))
     dash_duo.find_element("#login-api-key").send_keys(owner.api_key)
-    dash_duo.find_element("#login-submit").click()
+    click(dash_duo, "#login-submit")
     dash_duo.wait_for_contains_text("#sites-list", "blog.example.org", timeout=10)
     dash_duo.wait_for_text_to_equal("#frame-user-email", "owner@example.com", timeout=10)
 
     # The navbar's site picker opens the goals of the chosen site.
-    dash_duo.find_element(f"#site-{shop.site_id}").click()
+    click(dash_duo, f"#site-{shop.site_id}")
     dash_duo.wait_for_element("#overview-tiles", timeout=10)
     dash_duo.wait_for_element("#nav-goals", timeout=10)
     click(dash_duo, "#nav-goals")
@@ -110,17 +111,17 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
     click(dash_duo, "#frame-date-forward")
     until(lambda: dates() == (start.isoformat(), end.isoformat()), 10)
     # Any IANA zone can be found by typing part of its name.
-    dash_duo.find_element("#frame-time-zone").click()
+    click(dash_duo, "#frame-time-zone")
     dash_duo.find_element(".dash-dropdown-search").send_keys("Tokyo")
     until(lambda: [o.text for o in dash_duo.find_elements(".dash-dropdown-option")] == ["Asia/Tokyo"], 10)
-    dash_duo.find_element(".dash-dropdown-option").click()
+    click(dash_duo, ".dash-dropdown-option")
     until(lambda: "time_zone=Asia%2FTokyo" in dash_duo.driver.current_url, 10)
     assert dates() == (start.isoformat(), end.isoformat())
 
     # A custom range: pick the 12th in the first month shown, then the 5th in the second; one move, both dates.
     def open_picker() -> bool:
         try:  # the page may still be re-rendering after the zone change
-            dash_duo.find_element(".dash-datepicker-start-date").click()
+            click(dash_duo, ".dash-datepicker-start-date")
         except StaleElementReferenceException:
             return False
         return True
@@ -134,7 +135,7 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
     until(lambda: len(dash_duo.find_elements("td.dash-datepicker-calendar-date-inside")) > 40, 5)
     # Two months back, both months shown are wholly in the past (days after today cannot be picked).
     for _ in range(2):
-        dash_duo.find_element("button[aria-label='Previous month']").click()
+        click(dash_duo, "button[aria-label='Previous month']")
     day(12, 0).click()
     dash_duo.driver.save_screenshot(str(output_dir / "frame-date-picker.png"))
     assert dates() == (start.isoformat(), end.isoformat())  # nothing moves until the range is complete
@@ -165,6 +166,7 @@ def test_dash_frame005_someone_elses_site_is_not_shown(dash_duo, services, api_b
     sign_in(dash_duo, "stranger@example.com", expect_sites=False)
     dash_duo.wait_for_contains_text("#sites-list", "not in any organization", timeout=10)
     dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={site.site_id}")
-    dash_duo.wait_for_contains_text("#goals-body", "Not found", timeout=10)
-    dash_duo.wait_for_contains_text("#frame-overview-body", "Not found", timeout=10)
+    # One message instead of the page (no second box in the strip, no controls around it).
+    dash_duo.wait_for_contains_text("#site-not-found", "Site not found", timeout=10)
+    assert dash_duo.driver.find_elements(By.CSS_SELECTOR, "#frame-overview-body, #goals-body") == []
     assert "shop.example.com" not in dash_duo.find_element("body").text

@@ -123,6 +123,24 @@ def test_overview_strip_changes_against_previous_period():
     assert "no earlier data" in first
 
 
+def _changes(strip) -> list[str]:
+    return [tile.children[2].children for tile in strip.children]
+
+
+def test_overview_strip_says_when_the_previous_period_is_too_thin_and_nothing_while_loading():
+    current = {"sessions": 11961, "pageviews": 30000, "users": 9000, "bounce_rate": 40.0, "session_duration": 95}
+    # A hundredth of the sessions (tracking began late in the previous period): no +11,860%.
+    thin = _changes(frame.overview_strip(current, {**current, "sessions": 100}))
+    assert set(thin) == {"too little earlier data (100 sessions)"}
+    few = _changes(frame.overview_strip({**current, "sessions": 40}, {**current, "sessions": 29}))
+    assert set(few) == {"too little earlier data (29 sessions)"}
+    assert _changes(frame.overview_strip(current, None)) == ["no earlier data"] * len(frame.OVERVIEW_METRICS)
+    # A fair base still gets its percentage.
+    assert _changes(frame.overview_strip({**current, "sessions": 300}, {**current, "sessions": 30}))[0] == "+900.0%"
+    # The strip a page shows while its numbers load claims nothing about earlier data.
+    assert set(_changes(frame.overview_strip(None))) == {""}
+
+
 def test_nav_links_keep_the_view_and_skip_site_pages_without_a_site():
     pages = [
         {"nav_label": "Sites", "relative_path": "/sites", "path": "/sites", "order": 0},

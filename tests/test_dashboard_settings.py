@@ -7,9 +7,11 @@ import time
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from dashboard.app import create_dashboard
-from tests.dashboard_support import sign_in
+from tests.dashboard_support import callback_round_trips, click, settled, sign_in
 from tests.support import make_account, make_site
 
 
@@ -55,7 +57,7 @@ def test_dash_settings001_owner_saves_switches_lists_and_private_link(dash_duo, 
     public = switch_input(dash_duo, "Public dashboard")
     assert not public.is_selected()
     public.click()
-    dash_duo.find_element("#settings-switches-save").click()
+    click(dash_duo, "#settings-switches-save")
     dash_duo.wait_for_contains_text("#settings-switches-status", "Saved: Public dashboard on.", timeout=10)
     assert services.metadata.site(site.site_id).public is True
     open_settings(dash_duo, site.site_id)
@@ -75,7 +77,7 @@ def test_dash_settings001_owner_saves_switches_lists_and_private_link(dash_duo, 
 
     replace_text(editor, "10.0.0.0/8\n2001:db8::/32\n192.168.1.10-192.168.1.50")
     wait_until(lambda: dash_duo.find_element("#settings-excluded-ips-save").get_attribute("disabled") is None)
-    dash_duo.find_element("#settings-excluded-ips-save").click()
+    click(dash_duo, "#settings-excluded-ips-save")
     dash_duo.wait_for_contains_text("#settings-excluded-ips-status", "Saved: 3 excluded IP entries.", timeout=10)
     assert services.metadata.site(site.site_id).excluded_ips == [
         "10.0.0.0/8",
@@ -88,12 +90,12 @@ def test_dash_settings001_owner_saves_switches_lists_and_private_link(dash_duo, 
     dash_duo.wait_for_contains_text("#settings-excluded-countries-problems", "USA", timeout=10)
     replace_text(countries, "us, de, fr")
     wait_until(lambda: dash_duo.find_element("#settings-excluded-countries-save").get_attribute("disabled") is None)
-    dash_duo.find_element("#settings-excluded-countries-save").click()
+    click(dash_duo, "#settings-excluded-countries-save")
     dash_duo.wait_for_contains_text("#settings-excluded-countries-status", "Saved: 3 excluded countries.", timeout=10)
     assert services.metadata.site(site.site_id).excluded_countries == ["US", "DE", "FR"]
 
     # The private link: generate shows the share address (key in the fragment), revoke takes it away.
-    dash_duo.find_element("#settings-link-generate").click()
+    click(dash_duo, "#settings-link-generate")
     dash_duo.wait_for_element("#settings-link-url", timeout=10)
     url = dash_duo.find_element("#settings-link-url").get_attribute("value")
     key = services.metadata.site(site.site_id).private_link_key
@@ -104,7 +106,20 @@ def test_dash_settings001_owner_saves_switches_lists_and_private_link(dash_duo, 
     dash_duo.driver.execute_script("window.scrollTo(0, 0)")
     dash_duo.driver.save_screenshot(str(output_dir / "settings.png"))
 
-    dash_duo.find_element("#settings-link-revoke").click()
+    # Replacing or revoking the link asks first; declining changes nothing.
+    click(dash_duo, "#settings-link-revoke")
+    confirm = WebDriverWait(dash_duo.driver, 10).until(expected_conditions.alert_is_present())
+    assert "Revoke the private link?" in confirm.text
+    confirm.dismiss()
+    click(dash_duo, "#settings-link-generate-again")
+    confirm = WebDriverWait(dash_duo.driver, 10).until(expected_conditions.alert_is_present())
+    assert "Generate a new private link?" in confirm.text
+    confirm.dismiss()
+    settled(dash_duo)
+    assert services.metadata.site(site.site_id).private_link_key == key
+    assert dash_duo.find_element("#settings-link-url").get_attribute("value") == url
+    click(dash_duo, "#settings-link-revoke")
+    WebDriverWait(dash_duo.driver, 10).until(expected_conditions.alert_is_present()).accept()
     dash_duo.wait_for_contains_text("#settings-link-status", "revoked", timeout=10)
     dash_duo.wait_for_text_to_equal("#settings-link-generate", "Generate private link", timeout=10)
     assert services.metadata.site(site.site_id).private_link_key is None
@@ -121,13 +136,14 @@ def test_dash_settings002_delete_site_behind_typing_the_domain(dash_duo, service
 
     button = dash_duo.find_element("#settings-delete")
     assert button.get_attribute("disabled") == "true"
+    before = callback_round_trips(dash_duo)
     dash_duo.find_element("#settings-delete-input").send_keys("shop.example")
-    time.sleep(0.5)
+    settled(dash_duo, at_least=before + 1)  # the button's callback has answered the partial domain
     assert button.get_attribute("disabled") == "true"
     assert services.metadata.site(site.site_id) is not None
     dash_duo.find_element("#settings-delete-input").send_keys(".com")
     wait_until(lambda: dash_duo.find_element("#settings-delete").get_attribute("disabled") is None)
-    dash_duo.find_element("#settings-delete").click()
+    click(dash_duo, "#settings-delete")
     dash_duo.wait_for_element("#sites-list", timeout=10)
     dash_duo.wait_for_contains_text("#sites-list", "blog.example.org", timeout=10)
     assert dash_duo.driver.find_elements(By.ID, f"site-{site.site_id}") == []

@@ -11,7 +11,7 @@ from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from tests.dashboard_data import load_demo
-from tests.dashboard_support import click
+from tests.dashboard_support import click, screenshots, wait_until
 from tests.support import make_account, make_site
 
 MESSAGE = "Cannot read properties of undefined (reading 'price')"
@@ -56,14 +56,14 @@ def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, a
     dash_duo.driver.save_screenshot(str(output_dir / "share-goals.png"))
 
     # Goal sessions, inside the shared view; the URL keeps the key in its fragment so it can be passed on.
-    dash_duo.find_element(f"#goal-row-{pricing.goal_id} a.goal-name").click()
+    click(dash_duo, f"#goal-row-{pricing.goal_id} a.goal-name")
     dash_duo.wait_for_element("#goal-sessions-table", timeout=10)
     assert len(dash_duo.find_elements("#goal-sessions-table td[data-dash-column='channel']")) == 4
     dash_duo.wait_for_contains_text("#share-content", "Sessions that reached", timeout=5)
     assert dash_duo.driver.execute_script("return window.location.hash") == f"#{key}"
     dash_duo.driver.save_screenshot(str(output_dir / "share-sessions.png"))
 
-    dash_duo.find_element("#share-tab-channels").click()
+    click(dash_duo, "#share-tab-channels")
     dash_duo.wait_for_element("#channels-table", timeout=10)
     dash_duo.wait_for_contains_text("#channels-table", "Organic Search", timeout=5)
     dash_duo.driver.save_screenshot(str(output_dir / "share-channels.png"))
@@ -73,9 +73,9 @@ def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, a
     dash_duo.wait_for_element("#channels-table", timeout=10)
     assert "tab=channels" in dash_duo.driver.current_url
 
-    dash_duo.find_element("#share-tab-errors").click()
+    click(dash_duo, "#share-tab-errors")
     dash_duo.wait_for_contains_text("#share-content", MESSAGE, timeout=10)
-    dash_duo.find_element(".error-group:not(.error-group-head)").click()
+    click(dash_duo, ".error-group:not(.error-group-head)")
     dash_duo.wait_for_contains_text("#share-content", "app.js:12:7", timeout=10)
     dash_duo.driver.save_screenshot(str(output_dir / "share-errors.png"))
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
@@ -109,7 +109,58 @@ def test_dash_share002_public_site_opens_without_a_key(dash_duo, services, api_b
     dash_duo.wait_for_contains_text("#goals-table", "40.0%", timeout=10)
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
 
-    # A site that is not public needs its key.
+    # A site that is not public needs its key: an address without one says so, not that the link was revoked.
     dash_duo.driver.get(f"{dash_duo.server_url}/share/{private.site_id}")
-    dash_duo.wait_for_contains_text("#share-invalid-holder", "This link is no longer valid", timeout=15)
+    dash_duo.wait_for_contains_text("#share-invalid-holder", "This link is missing its key", timeout=15)
+    assert "no longer valid" not in dash_duo.find_element("#share-invalid-holder").text
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def test_dash_share003_every_move_keeps_the_key_and_a_copied_address_opens(dash_duo, services, api_base, output_dir):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
+    key = AnalyticsAPI(api_base + "/api", token=owner.api_key).generate_private_link(site.site_id)
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.driver.get(f"{dash_duo.server_url}/share/{site.site_id}#{key}")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=15)
+
+    def keeps_key(where: str) -> str:
+        return wait_until(
+            lambda: (
+                dash_duo.driver.execute_script("return window.location.hash") == f"#{key}"
+                and dash_duo.driver.current_url
+            ),
+            message=f"the key is gone from the address after {where}",
+        )
+
+    # A tab, a date preset, a filter: each move rewrites the address and keeps the key.
+    click(dash_duo, "#share-tab-channels")
+    dash_duo.wait_for_element("#channels-table", timeout=10)
+    keeps_key("a tab")
+    click(dash_duo, "#frame-date-preset label:nth-child(4)")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "11", timeout=10)
+    keeps_key("a date change")
+    dash_duo.select_dcc_dropdown("#frame-filter-parameter", "Channel")
+    dash_duo.find_element("#frame-filter-value").send_keys("Referral")
+    click(dash_duo, "#frame-filter-add")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "3", timeout=10)
+    copied = keeps_key("a filter")
+    assert "tab=channels" in copied and "filters=" in copied
+    screenshots(dash_duo, output_dir, "share-key-kept")
+
+    # The copied address opens the same view in a fresh tab (nothing in its session storage).
+    dash_duo.driver.execute_script("window.sessionStorage.clear();")
+    dash_duo.driver.get("about:blank")
+    dash_duo.driver.get(copied)
+    dash_duo.wait_for_element("#channels-table", timeout=15)
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "3", timeout=10)
+    assert dash_duo.find_element("#share-invalid-holder").text == ""
+
+    # The same address cut before its key says what is missing.
+    dash_duo.driver.execute_script("window.sessionStorage.clear();")
+    dash_duo.driver.get(copied.split("#")[0])
+    dash_duo.wait_for_contains_text("#share-invalid-holder", "This link is missing its key", timeout=15)
+    screenshots(dash_duo, output_dir, "share-missing-key")
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []

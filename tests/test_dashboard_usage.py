@@ -13,7 +13,7 @@ from selenium.webdriver.common.by import By
 from api_backend.store.events import EVENT_TYPES, rows_to_table
 from dashboard.app import create_dashboard
 from dashboard.components.usage import USAGE_CATEGORIES
-from tests.dashboard_support import sign_in
+from tests.dashboard_support import click, sign_in
 from tests.support import make_account
 
 FIRST, LAST = date(2026, 4, 1), date(2026, 4, 5)
@@ -93,7 +93,7 @@ def test_dash_usage001_totals_and_chart_match_the_events(dash_duo, services, api
     dash_duo.driver.save_screenshot(str(output_dir / "usage.png"))
 
     # The CSV has one row per day of the range with the same counts.
-    dash_duo.find_element("#usage-csv").click()
+    click(dash_duo, "#usage-csv")
     files = wait_until(lambda: [f for f in Path(dash_duo.download_path).glob("*.csv") if f.stat().st_size > 0])
     csv = pd.read_csv(files[0])
     assert csv["event_date"].tolist() == [(FIRST + timedelta(days=i)).isoformat() for i in range(5)]

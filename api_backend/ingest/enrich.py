@@ -315,7 +315,7 @@ def enrich_events(
         group = groups.get(group_key)
         if group is None:
             group = groups[group_key] = senders.new(rules, *group_key[1:])
-        if type(group) is str:
+        if isinstance(group, str):
             dropped.append({"index": index, "reason": group})
             continue
 

@@ -191,7 +191,7 @@ def fast_event(body: Any) -> tuple[Any, ...] | None:
                     return None
                 value = float(value) if kind == "performance" else None
             checked.append(value)
-        vitals = tuple(checked)
+        vitals = (checked[0], checked[1], checked[2], checked[3], checked[4])
 
     name = get("event_name")
     if name is None or name == "":

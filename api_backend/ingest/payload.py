@@ -314,6 +314,7 @@ def parse_event(body: Any) -> TrackEvent:
         if text is not None:
             values["props"] = text
     errors.raise_if_any()
+    assert kind is not None  # a missing or unknown type was reported above
     return TrackEvent(site_key=site_key, type=kind, **values)
 
 
@@ -358,4 +359,5 @@ def parse_identify(body: Any) -> tuple[str, str, dict[str, Any]]:
         if too_long:
             errors.add("traits", f"must be at most {_PROPS_LIMIT} characters when JSON-encoded")
     errors.raise_if_any()
+    assert isinstance(user_id, str)  # anything else was reported above
     return site_key, user_id.strip(), traits

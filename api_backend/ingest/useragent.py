@@ -120,9 +120,9 @@ def parse_user_agent(user_agent: str) -> UserAgentInfo:
     os_name = os.family if os and os.family != "Other" else ""
     return UserAgentInfo(
         browser=browser,
-        browser_version=(ua.major or "") if browser else "",
+        browser_version=(ua.major or "") if ua and browser else "",
         operating_system=os_name,
-        operating_system_version=_version(os.major, os.minor, os.patch) if os_name else "",
+        operating_system_version=_version(os.major, os.minor, os.patch) if os and os_name else "",
         device=_device_from(
             user_agent.lower(), os_name, device.family if device else "", device.brand or "" if device else ""
         ),

@@ -148,13 +148,13 @@ def parse_window(params: Mapping[str, str | None], now: datetime | None = None) 
         errors.extend(exc.details)
     zone = ZoneInfo(zone_name)
 
-    start_date = _date("start_date", raw["start_date"], errors) if raw.get("start_date") else None
-    end_date = _date("end_date", raw["end_date"], errors) if raw.get("end_date") else None
+    start_date = _date("start_date", text, errors) if (text := raw.get("start_date")) else None
+    end_date = _date("end_date", text, errors) if (text := raw.get("end_date")) else None
     if bool(raw.get("start_date")) != bool(raw.get("end_date")):
         errors.append(FieldError("start_date", "start_date and end_date must be provided together"))
 
-    start_dt = _datetime("start_datetime", raw["start_datetime"], errors) if raw.get("start_datetime") else None
-    end_dt = _datetime("end_datetime", raw["end_datetime"], errors) if raw.get("end_datetime") else None
+    start_dt = _datetime("start_datetime", text, errors) if (text := raw.get("start_datetime")) else None
+    end_dt = _datetime("end_datetime", text, errors) if (text := raw.get("end_datetime")) else None
     if bool(raw.get("start_datetime")) != bool(raw.get("end_datetime")):
         errors.append(FieldError("start_datetime", "start_datetime and end_datetime must be provided together"))
     elif start_dt is not None and end_dt is not None and start_dt >= end_dt:

@@ -74,7 +74,7 @@ class SharedResults(Generic[T]):
                 del self._entries[stale]
             entry = self._entries.get(key)
             owner = entry is None
-            if owner:
+            if entry is None:
                 future: Future[T] = Future()
                 self._entries[key] = (now, future)
                 while len(self._entries) > self._max_entries:

@@ -91,7 +91,7 @@ def list_goals(
     # Filtered on one session-level parameter (the channel recipe), the reader sums a cached per-value rollup.
     row = services.reader.goals_counts(scope, [_spec(g) for g in goals])
     sessions = int(row["sessions"])
-    conversions = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
+    conversions: dict[int, int] = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
     return {"data": [goal_json(g, conversions, sessions) for g in goals], "meta": meta}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 
@@ -22,7 +22,7 @@ from api_backend.store.writer import BatchWriter
 __all__ = ["RowCoalescer"]
 
 # What a request hands over: row dicts (single events) or a ready table (batches, built column by column).
-Part = pa.Table | Sequence[Mapping[str, Any]]
+Part: TypeAlias = "pa.Table | Sequence[Mapping[str, Any]]"
 
 
 def _runs(parts: list[Part]) -> list[Part]:

@@ -53,7 +53,7 @@ class DuckDBEventStore:
         self._con.execute(f"CREATE TABLE IF NOT EXISTS events (\n  {columns}\n)")
         # The newest event-log record whose rows this database holds (see ``store/eventlog.py``).
         self._con.execute("CREATE TABLE IF NOT EXISTS event_log_position (applied_seq BIGINT NOT NULL)")
-        if not self._con.execute("SELECT count(*) FROM event_log_position").fetchone()[0]:
+        if self._con.execute("SELECT count(*) FROM event_log_position").fetchone() == (0,):
             self._con.execute("INSERT INTO event_log_position VALUES (0)")
 
     def append(self, table: pa.Table, *, log_seq: int | None = None) -> int:
@@ -117,7 +117,7 @@ class DuckDBEventStore:
         with self._write_lock:
             cur = self._con.cursor()
             try:
-                (count,) = cur.execute("SELECT count(*) FROM events WHERE site_id = ?", [site_id]).fetchone()
+                (count,) = cur.execute("SELECT count(*) FROM events WHERE site_id = ?", [site_id]).fetchone() or (0,)
                 cur.execute("DELETE FROM events WHERE site_id = ?", [site_id])
             finally:
                 cur.close()

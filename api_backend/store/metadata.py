@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, create_engine, delete, event, func, select, text
+from sqlalchemy import ColumnElement, CursorResult, Engine, create_engine, delete, event, func, select, text
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from api_backend.errors import ConflictError, InvalidRequestError, NotFoundError
 from api_backend.migrations import upgrade_to_head
@@ -174,7 +174,10 @@ class MetadataStore:
 
     def delete_api_key(self, user_id: str, key_id: str) -> bool:
         with self.session() as s:
-            result = s.execute(delete(ApiKey).where(ApiKey.id == key_id, ApiKey.user_id == user_id))
+            # A DELETE answers with a cursor result, which carries the row count.
+            result = cast(
+                CursorResult[Any], s.execute(delete(ApiKey).where(ApiKey.id == key_id, ApiKey.user_id == user_id))
+            )
             return result.rowcount > 0
 
     def user_for_api_key(self, raw: str) -> User | None:
@@ -346,10 +349,16 @@ class MetadataStore:
 
     def goals_page(self, site_id: int, sort: str, descending: bool, limit: int, offset: int) -> list[Goal]:
         """One page of a site's goals, sorted by ``goalId|name|goalType|createdAt`` (ties by id)."""
-        column = {"goalId": Goal.goal_id, "name": Goal.name, "goalType": Goal.goal_type, "createdAt": Goal.created_at}[
-            sort
-        ]
-        order = [column.desc(), Goal.goal_id.desc()] if descending else [column.asc(), Goal.goal_id.asc()]
+        columns: dict[str, InstrumentedAttribute[Any]] = {
+            "goalId": Goal.goal_id,
+            "name": Goal.name,
+            "goalType": Goal.goal_type,
+            "createdAt": Goal.created_at,
+        }
+        column = columns[sort]
+        order: list[ColumnElement[Any]] = (
+            [column.desc(), Goal.goal_id.desc()] if descending else [column.asc(), Goal.goal_id.asc()]
+        )
         with self.session() as s:
             return list(
                 s.scalars(select(Goal).where(Goal.site_id == site_id).order_by(*order).limit(limit).offset(offset))

@@ -3,7 +3,10 @@
  * A page that must send the person elsewhere (not signed in, credential expired) renders a marker
  * <div class="redirect" data-href="..."> (dashboard.components.common.redirect). This watches for such
  * markers and follows them. data-clear-auth="1" also forgets the tab's sign-in token first.
- * It also lets Escape close a dialog (the button marked data-dismiss).
+ * It also lets Escape close a dialog (the button marked data-dismiss), and loads the chart library while the
+ * browser is idle on a page marked .preload-charts, so the first chart a click opens does not freeze the page.
+ * On a page marked data-unsaved-guard, typing something and then leaving (a link, or closing the tab) asks first,
+ * until a button marked data-saves is pressed.
  */
 (function () {
   "use strict";
@@ -28,8 +31,23 @@
     window.scrollTo(0, 0);
   }
 
+  var chartsRequested = false;
+  function preloadCharts() {
+    if (chartsRequested || window.Plotly || !window._dashPlotlyJSURL) { return; }
+    chartsRequested = true;
+    var load = function () {
+      if (window.Plotly) { return; }
+      var script = document.createElement("script");
+      script.src = window._dashPlotlyJSURL;
+      script.async = true;
+      document.body.appendChild(script);
+    };
+    if (window.requestIdleCallback) { window.requestIdleCallback(load, { timeout: 3000 }); } else { setTimeout(load, 1000); }
+  }
+
   function scan(root) {
     if (!root || !root.querySelectorAll) { return; }
+    if ((root.matches && root.matches(".preload-charts")) || root.querySelector(".preload-charts")) { preloadCharts(); }
     if (root.matches && root.matches(".redirect[data-href]")) { follow(root); }
     root.querySelectorAll(".redirect[data-href]").forEach(follow);
   }
@@ -41,6 +59,32 @@
     if (!dialogs.length) { return; }
     var dismiss = dialogs[dialogs.length - 1].querySelector("[data-dismiss]");
     if (dismiss) { dismiss.click(); }
+  });
+
+  var unsaved = false;
+  var LEAVE_QUESTION = "You have unsaved changes on this page. Leave without saving them?";
+  function guarded() { return document.querySelector("[data-unsaved-guard]"); }
+  function edited(event) {
+    var target = event.target;
+    if (!target || !target.closest) { return; }
+    // The delete-site confirmation is not a setting.
+    if (target.closest("[data-unsaved-guard]") && !target.closest(".card-danger")) { unsaved = true; }
+  }
+  document.addEventListener("input", edited, true);
+  document.addEventListener("change", edited, true);
+  document.addEventListener("click", function (event) {
+    var target = event.target && event.target.closest ? event.target : null;
+    if (!target) { return; }
+    if (target.closest("[data-saves]")) { unsaved = false; return; }
+    var link = target.closest("a[href]");
+    if (!link || !unsaved || !guarded()) { return; }
+    if (window.confirm(LEAVE_QUESTION)) { unsaved = false; return; }
+    // Stay: stop the click before Dash's router sees it.
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }, true);
+  window.addEventListener("beforeunload", function (event) {
+    if (unsaved && guarded()) { event.preventDefault(); event.returnValue = ""; }
   });
 
   function start() {

@@ -156,8 +156,9 @@ def channel_table(df: pd.DataFrame) -> Any:
         columns=[
             ("rank", "#"),
             ("channel", "Channel"),
-            ("sessions", "Sessions"),
-            ("conversions", "Conversions"),
+            # Counts with thousands separators, as everywhere else; the cells stay numbers, so they sort as numbers.
+            {"id": "sessions", "name": "Sessions", "type": "numeric", "format": {"specifier": ",d"}},
+            {"id": "conversions", "name": "Conversions", "type": "numeric", "format": {"specifier": ",d"}},
             {"id": "rate", "name": "Conversion rate", "type": "numeric"},
             {"id": "interval", "name": "95% interval", "type": "numeric"},
             ("note", ""),
@@ -180,6 +181,15 @@ def channel_summary(total_sessions: int, total_conversions: int) -> html.Div:
         ],
         className="summary-line",
     )
+
+
+def default_goal(goals: Sequence[Any], wanted: int | None = None) -> Any:
+    """The goal a ranking opens on: the one asked for, else the goal with the most conversions (the first on a tie),
+    so the first view is never an empty ranking while another goal has data."""
+    chosen = next((g for g in goals if value_of(g, "goal_id") == wanted), None)
+    if chosen is not None:
+        return chosen
+    return max(goals, key=lambda g: int(value_of(g, "total_conversions") or 0))
 
 
 def goal_options(goals: Sequence[Any]) -> list[dict[str, Any]]:

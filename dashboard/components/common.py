@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import dash
 import pandas as pd
 from dash import dash_table, dcc, html
 
@@ -30,6 +31,7 @@ __all__ = [
     "format_percent",
     "neutralise_formulas",
     "invalid_link",
+    "site_not_found",
     "loading",
     "page_header",
     "redirect",
@@ -249,16 +251,37 @@ def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool 
     return alert("Something went wrong while loading this part of the page.", title="Unexpected error")
 
 
-def invalid_link() -> html.Div:
-    """What a revoked, replaced or mistyped private link shows."""
+def site_not_found() -> html.Div:
+    """A page for a site that does not exist or is not the person's: one message and the way back, no controls."""
+    return html.Div(
+        html.Div(
+            [
+                alert("It may have been deleted, or you have no access to it.", "warning", title="Site not found"),
+                dcc.Link("‹ Choose one of your sites", href=dash.get_relative_path("/sites"), className="button"),
+            ],
+            id="site-not-found",
+            className="stack",
+        ),
+        className="page page-narrow",
+    )
+
+
+def invalid_link(*, missing_key: bool = False) -> html.Div:
+    """What a revoked, replaced or mistyped private link shows; a link without its key says that instead."""
+    if missing_key:
+        title = "This link is missing its key"
+        hint = (
+            "A private link ends with # and a key, and this address has none (it may have been cut off when it was "
+            "copied). Copy the whole link again, or ask the site's owner for it."
+        )
+    else:
+        title = "This link is no longer valid"
+        hint = "The site's owner may have revoked it or replaced it with a new one. Ask them for a current link."
     return html.Div(
         [
             html.Div("⚠", className="empty-icon", **{"aria-hidden": "true"}),
-            html.H3("This link is no longer valid"),
-            html.P(
-                "The site's owner may have revoked it or replaced it with a new one. Ask them for a current link.",
-                className="empty-hint",
-            ),
+            html.H3(title),
+            html.P(hint, className="empty-hint"),
         ],
         className="empty-state invalid-link",
         id="share-invalid",

@@ -356,6 +356,24 @@ def filter_builder() -> html.Div:
     )
 
 
+MIN_PREVIOUS_SESSIONS = 30
+MIN_PREVIOUS_SHARE = 0.1
+
+
+def comparison_gap(sessions: Any, previous_sessions: Any) -> str | None:
+    """Why the range cannot fairly be compared with the previous period of the same length, or ``None`` if it can.
+
+    The previous period needs sessions at all, at least ``MIN_PREVIOUS_SESSIONS`` of them, and at least a tenth of
+    this range's: below that a change reads as +11,860% when tracking merely started inside the previous period.
+    """
+    before = int(previous_sessions or 0)
+    if before == 0:
+        return "no earlier data"
+    if before < MIN_PREVIOUS_SESSIONS or before < MIN_PREVIOUS_SHARE * int(sessions or 0):
+        return f"too little earlier data ({before:,} session{'' if before == 1 else 's'})"
+    return None
+
+
 def overview_strip(current: Any, previous: Any = None) -> html.Div:
     """The overview numbers of the range, each with its change against the previous period of the same length.
 
@@ -367,12 +385,18 @@ def overview_strip(current: Any, previous: Any = None) -> html.Div:
             return None
         return source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
 
-    # Without sessions in the previous period there is nothing to compare any figure with.
-    comparable = bool(value(previous, "sessions"))
+    # A percentage needs a fair base: none while the numbers load, and a plain sentence instead when the previous
+    # period has no sessions or too few to compare with (a site or a demo that only just started tracking).
+    if current is None:
+        unfair = ""
+    else:
+        unfair = comparison_gap(value(current, "sessions"), value(previous, "sessions"))
     tiles = []
     for key, label, fmt, rise_is_good in OVERVIEW_METRICS:
         now, before = value(current, key), value(previous, key)
-        text, direction = format_change(now, before, points=key == "bounce_rate") if comparable else ("–", "none")
+        text, direction = (
+            format_change(now, before, points=key == "bounce_rate") if unfair is None else (unfair, "none")
+        )
         tone = "neutral"
         if direction in ("up", "down"):
             tone = "good" if (direction == "up") == rise_is_good else "bad"
@@ -382,7 +406,7 @@ def overview_strip(current: Any, previous: Any = None) -> html.Div:
                     html.Div(label, className="stat-label"),
                     html.Div(fmt(now), className="stat-value", id=f"{ids.OVERVIEW}-{key}"),
                     html.Div(
-                        text if direction != "none" else "no earlier data",
+                        text,
                         className=f"stat-change stat-{direction} stat-{tone}",
                         title="Change against the previous period of the same length",
                     ),

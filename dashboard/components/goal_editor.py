@@ -6,6 +6,7 @@ values, the API's camelCase config and the API's error details sorted per form f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,8 @@ __all__ = [
     "form_values",
     "goal_config",
     "goal_form",
+    "path_matches",
+    "path_preview",
 ]
 
 VALUE_PATTERN_TYPES = ("outbound", "button_click", "form_submit", "copy")
@@ -105,6 +108,7 @@ def goal_form() -> html.Div:
                                             className="input mono",
                                         ),
                                         html.Datalist(id=ids.GOALS_PATH_SUGGESTIONS),
+                                        html.Div(id=ids.GOALS_FORM_PATH_PREVIEW, className="path-preview"),
                                     ]
                                 ),
                                 "path_pattern",
@@ -284,3 +288,36 @@ def field_errors(details: Sequence[Mapping[str, str]]) -> tuple[dict[str, str], 
         else:
             other.append(f"{name}: {message}" if name else message)
     return fields, other
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """The path pattern as the API matches it: ``**`` anything, ``*`` one or more characters but ``/``."""
+    parts = []
+    for piece in re.split(r"(\*\*|\*)", pattern):
+        parts.append(".*" if piece == "**" else "[^/]+" if piece == "*" else re.escape(piece))
+    return re.compile("".join(parts))
+
+
+def path_matches(pattern: str, paths: Sequence[str]) -> list[str]:
+    """The ``paths`` a path goal with ``pattern`` would count (whole path, case-sensitive)."""
+    regex = _pattern_regex(pattern)
+    return [path for path in paths if regex.fullmatch(path)]
+
+
+def path_preview(pattern: str | None, paths: Sequence[str], *, shown: int = 5) -> Any:
+    """What the form says under the path field: which of the site's recent paths the pattern matches."""
+    pattern = (pattern or "").strip()
+    if not pattern:
+        return None
+    if not paths:
+        return html.Span("No page views in this range to check the pattern against.", className="muted")
+    matched = path_matches(pattern, paths)
+    of = f"of the {len(paths):,} most visited paths in this range"
+    if not matched:
+        return html.Span(f"Matches none {of}.", className="path-preview-none")
+    listed = [html.Code(path) for path in matched[:shown]]
+    more = [f" and {len(matched) - shown:,} more"] if len(matched) > shown else []
+    joined: list[Any] = []
+    for i, code in enumerate(listed):
+        joined += ([", "] if i else []) + [code]
+    return html.Span([f"Matches {len(matched):,} {of}: ", *joined, *more], className="path-preview-some")

@@ -51,6 +51,7 @@ GOAL_TYPE_LABELS = {
 SORT_OPTIONS = {"createdAt": "Newest", "name": "Name", "goalType": "Type", "goalId": "Id"}
 SESSION_COLUMNS = (
     ("session_start", "Started"),
+    ("session_end", "Ended"),
     ("duration", "Duration"),
     ("pageviews", "Pageviews"),
     ("entry_page", "Entry page"),
@@ -86,21 +87,29 @@ def goals_table(
     *,
     read_only: bool = False,
 ) -> html.Table:
-    """One row per goal: name (opens its sessions), type, target, conversions, sessions, rate and a rate bar.
+    """One row per goal: name (opens its sessions), type, target, conversions, rate and a rate bar; the sessions
+    every rate is out of (the same for all goals) are said once, in the table's caption.
 
-    The bar's width is the conversion rate itself (0..100% of the cell), so rows compare at a glance. Without
-    ``read_only`` each row has edit, clone and delete buttons.
+    The bar's width is the conversion rate itself (0..100% of the cell), so rows compare at a glance. A rate out
+    of no sessions is "–", not 0.0%. Without ``read_only`` each row has edit, clone and delete buttons.
     """
-    head = ["Goal", "Type", "Matches", "Conversions", "Sessions", "Conversion rate"]
+    head = ["Goal", "Type", "Matches", "Conversions", "Conversion rate"]
     if not read_only:
         head.append("")
-    numeric = {"Conversions", "Sessions", "Conversion rate"}
+    numeric = {"Conversions", "Conversion rate"}
     header = html.Thead(html.Tr([html.Th(h, className="num" if h in numeric else None) for h in head]))
+    sessions = max((int(value_of(goal, "total_sessions") or 0) for goal in goals), default=0)
+    caption = html.Caption(
+        f"Conversions out of {format_number(sessions)} session{'' if sessions == 1 else 's'} in this range",
+        className="table-caption muted",
+        id=ids.GOALS_SESSIONS_TOTAL,
+    )
     rows = []
     for goal in goals:
         goal_id = value_of(goal, "goal_id")
         rate = float(value_of(goal, "conversion_rate") or 0.0)
         percent = max(0.0, min(rate * 100, 100.0))
+        shown_rate = format_percent(rate * 100) if int(value_of(goal, "total_sessions") or 0) else "–"
         cells = [
             html.Td(
                 dcc.Link(
@@ -114,11 +123,10 @@ def goals_table(
             ),
             html.Td(html.Code(goal_target(goal), className="goal-target")),
             html.Td(format_number(value_of(goal, "total_conversions")), className="num"),
-            html.Td(format_number(value_of(goal, "total_sessions")), className="num"),
             html.Td(
                 html.Div(
                     [
-                        html.Span(format_percent(rate * 100), className="rate-value"),
+                        html.Span(shown_rate, className="rate-value"),
                         html.Div(
                             html.Div(className="rate-bar-fill", style={"width": f"{percent:.2f}%"}),
                             className="rate-bar",
@@ -152,7 +160,7 @@ def goals_table(
                 )
             )
         rows.append(html.Tr(cells, id=f"goal-row-{goal_id}"))
-    return html.Table([header, html.Tbody(rows)], className="table goals-table", id=ids.GOALS_TABLE)
+    return html.Table([caption, header, html.Tbody(rows)], className="table goals-table", id=ids.GOALS_TABLE)
 
 
 def goals_frame(goals: Sequence[Any]) -> pd.DataFrame:
@@ -279,6 +287,7 @@ def sessions_body(
     df = sessions_frame(sessions, view.time_zone)
     # On screen: minutes are enough, and a referrer reads best as its host (the CSV keeps both in full).
     df["session_start"] = df["session_start"].str.slice(0, 16)
+    df["session_end"] = df["session_end"].str.slice(0, 16)
     # The start time opens the session's timeline (the same page the sessions list links to).
     search = view.to_search(goal=None, page=1)
     df["session_start"] = [
@@ -291,17 +300,18 @@ def sessions_body(
         " · ".join(part for part in parts if part)
         for parts in zip(df["browser"], df["operating_system"], df["device_type"], strict=True)
     ]
-    columns = [
-        (key, f"Started ({view.time_zone})" if key == "session_start" else label) for key, label in SESSION_COLUMNS
-    ]
+    # The API lists sessions by their end, latest first: the end is shown, and its header says it is the order.
+    titles = {"session_start": f"Started ({view.time_zone})", "session_end": f"Ended ({view.time_zone}) ↓"}
+    columns = [(key, titles.get(key, label)) for key, label in SESSION_COLUMNS]
     table = data_table(
         df,
         ids.GOAL_SESSIONS_TABLE,
         columns=columns,
         markdown=("session_start",),
-        nowrap=("session_start", "duration", "pageviews", "country"),
+        nowrap=("session_start", "session_end", "duration", "pageviews", "country"),
     )
     total_pages = max(1, -(-total // page_size)) if total is not None else None
     pages = pager(view.page, total_pages, href, has_next=len(sessions) >= page_size)
-    label = f"{format_number(total)} sessions, newest first" if total is not None else "Newest first"
+    order = "latest end first"
+    label = f"{format_number(total)} sessions, {order}" if total is not None else order.capitalize()
     return [table, html.Div([html.Span(label, className="muted table-count"), pages], className="table-foot")]

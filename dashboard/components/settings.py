@@ -274,8 +274,33 @@ def share_url(origin: str, path_prefix: str, site_id: int, key: str) -> str:
     return f"{origin.rstrip('/')}{prefix}share/{site_id}#{key}"
 
 
+REGENERATE_QUESTION = "Generate a new private link? The current link stops working at once for everyone who has it."
+REVOKE_QUESTION = "Revoke the private link? Everyone who has it loses access at once."
+
+
 def private_link_panel(url: str | None, *, url_id: Any, copy_id: Any, generate_id: Any, revoke_id: Any) -> html.Div:
-    """The private link: its share address with a copy button and a revoke button, or a generate button."""
+    """The private link: its share address with a copy button and a revoke button, or a generate button.
+
+    Replacing or revoking a link cuts off everyone who holds it, so both ask first (the browser's confirm dialog);
+    their confirmations are ``<id>-confirm`` (``submit_n_clicks``). Each state keeps the other state's inputs as
+    hidden placeholders, so one callback serves both.
+    """
+    regenerate = dcc.ConfirmDialogProvider(
+        html.Button(
+            "Generate a new link",
+            id=f"{generate_id}-again",
+            n_clicks=0,
+            className="button button-secondary",
+            hidden=url is None,
+        ),
+        id=f"{generate_id}-confirm",
+        message=REGENERATE_QUESTION,
+    )
+    revoke = dcc.ConfirmDialogProvider(
+        html.Button("Revoke this link", id=revoke_id, n_clicks=0, className="button button-danger", hidden=url is None),
+        id=f"{revoke_id}-confirm",
+        message=REVOKE_QUESTION,
+    )
     if url is None:
         return html.Div(
             [
@@ -285,7 +310,7 @@ def private_link_panel(url: str | None, *, url_id: Any, copy_id: Any, generate_i
                     className="muted",
                 ),
                 html.Button("Generate private link", id=generate_id, n_clicks=0, className="button button-primary"),
-                html.Button("Revoke", id=revoke_id, n_clicks=0, style={"display": "none"}),
+                html.Div([regenerate, revoke], hidden=True),
             ],
             className="private-link",
         )
@@ -308,13 +333,8 @@ def private_link_panel(url: str | None, *, url_id: Any, copy_id: Any, generate_i
                 ],
                 className="share-url-row",
             ),
-            html.Div(
-                [
-                    html.Button("Generate a new link", id=generate_id, n_clicks=0, className="button button-secondary"),
-                    html.Button("Revoke this link", id=revoke_id, n_clicks=0, className="button button-danger"),
-                ],
-                className="button-row",
-            ),
+            html.Div([regenerate, revoke], className="button-row"),
+            html.Button(id=generate_id, n_clicks=0, hidden=True),
         ],
         className="private-link",
     )

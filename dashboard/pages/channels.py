@@ -26,11 +26,11 @@ dash.register_page(
 
 
 def ranking_body(api: Any, view: ViewState, goals_href: str) -> tuple[Any, list[dict], Any]:
-    """(content, goal options, chosen goal id): the ranking of the URL's goal, or of the site's first goal."""
+    """(content, goal options, chosen goal id): the ranking of the URL's goal, or of the goal with most conversions."""
     goals = session.all_goals(api, view)
     if not goals:
         return channel_ui.no_goals(goals_href), [], None
-    goal = next((g for g in goals if g.goal_id == view.goal), goals[0])
+    goal = channel_ui.default_goal(goals, view.goal)
     ranking = session.cached_call(api, "channel_ranking", view.site_id, goal.goal_id, view.query())
     return (
         channel_ui.ranking_content(ranking, goal.name or f"Goal {goal.goal_id}"),
@@ -44,6 +44,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/channels", query)
     if gate is not None:
         return gate
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     picker = dcc.Dropdown(
         id=ids.CHANNELS_GOAL,
         options=[],

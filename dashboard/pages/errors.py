@@ -17,7 +17,6 @@ from dash.exceptions import PreventUpdate
 from dashboard import ids, prefill, session
 from dashboard.components import errors as comp
 from dashboard.components.common import (
-    CLICKED_ID_JS,
     alert,
     card,
     csv_button,
@@ -55,6 +54,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/errors", query)
     if gate is not None:
         return gate
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     # Groups already in the response cache are drawn right here (their sparklines load next); otherwise the
     # ids.ERRORS_GROUPS_LOAD store makes a callback load them.
     groups_body, messages = _cached_groups(auth, view)
@@ -68,8 +70,10 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             # A first view loads the groups before the strip, so the strip's queries do not slow the list down.
             analytics_frame(view, overview_body=prefill.overview(auth, view), overview_after_body=groups_body is None),
             dcc.Store(id=ids.ERRORS_GROUP_MESSAGES, data=messages),
-            dcc.Store(id=ids.ERRORS_GROUP_CLICKED),
-            dcc.Store(id=ids.ERRORS_OCCURRENCES_PAGE, data=1),
+            # The group a click chose (the view with its ``error``): only the detail redraws, not the page.
+            dcc.Store(id=ids.ERRORS_CHOSEN),
+            # The group chart's library loads while the browser is idle (assets/sitelens.js), not at the first click.
+            html.Div(className="preload-charts", hidden=True),
             card(loading(groups_body, ids.ERRORS_GROUPS), title="Error groups"),
             *([dcc.Store(id=ids.ERRORS_GROUPS_LOAD, data=view.to_dict())] if groups_body is None else []),
             # Without a chosen group the detail is a fixed hint: no callback needed to show it.
@@ -215,31 +219,40 @@ def load_trends(messages: list | None, view_data: dict | None, auth: dict | None
     return [comp.group_sparkline(trend, view.time_zone) for trend in trends]
 
 
-# A group row really clicked (decided in the browser): which row.
+# A click on a group opens it without redrawing the page: the URL gets its ``error`` (pushState, outside Dash's
+# router, so the list and its sparklines stay), the row is marked, and the detail slot scrolls into view while the
+# detail loads. Back in the browser goes through the router as usual.
 clientside_callback(
-    CLICKED_ID_JS,
-    Output(ids.ERRORS_GROUP_CLICKED, "data"),
+    """
+    function(clicks, messages, view) {
+        var context = window.dash_clientside.callback_context;
+        var pressed = (context.triggered || []).filter(function (t) { return t.value; });
+        if (!pressed.length || !messages || !view) { return window.dash_clientside.no_update; }
+        var propId = pressed[0].prop_id;
+        var index = JSON.parse(propId.slice(0, propId.lastIndexOf("."))).index;
+        if (typeof index !== "number" || index < 0 || index >= messages.length) {
+            return window.dash_clientside.no_update;
+        }
+        var url = new URL(window.location.href);
+        url.searchParams.set("error", messages[index]);
+        url.searchParams.delete("bucket");
+        window.history.pushState(window.history.state, "", url.toString());
+        document.querySelectorAll(".error-group-selected").forEach(function (row) {
+            row.classList.remove("error-group-selected");
+        });
+        var row = document.querySelector(".error-group[data-index='" + index + "']");
+        if (row) { row.classList.add("error-group-selected"); }
+        var slot = document.getElementById("errors-detail");
+        if (slot) { slot.scrollIntoView({block: "start"}); }
+        return Object.assign({}, view, {error: messages[index], bucket: null, at: Date.now()});
+    }
+    """,
+    Output(ids.ERRORS_CHOSEN, "data"),
     Input({"type": ids.ERRORS_GROUP_TYPE, "index": ALL}, "n_clicks"),
-    prevent_initial_call=True,
-)
-
-
-@callback(
-    Output(ids.FRAME_HREF, "data", allow_duplicate=True),
-    Input(ids.ERRORS_GROUP_CLICKED, "data"),
     State(ids.ERRORS_GROUP_MESSAGES, "data"),
     State(ids.VIEW, "data"),
     prevent_initial_call=True,
 )
-def open_group(clicked: dict | None, messages: list | None, view_data: dict | None) -> str:
-    """A click on a group opens its chart and occurrences (the choice goes into the URL)."""
-    if not clicked or not messages:
-        raise PreventUpdate
-    index = clicked.get("index")
-    if not isinstance(index, int) or not 0 <= index < len(messages):
-        raise PreventUpdate
-    view = ViewState.from_dict(view_data)
-    return dash.get_relative_path("/errors") + view.to_search(error=messages[index])
 
 
 def _find_group(api: Any, view: ViewState, message: str) -> Any | None:
@@ -267,8 +280,29 @@ def _find_group(api: Any, view: ViewState, message: str) -> Any | None:
     State(ids.AUTH, "data"),
 )
 def load_detail(view_data: dict | None, auth: dict | None) -> Any:
-    """The chosen group: class and full message, the over-time chart with its bucket, and room for occurrences."""
-    view = ViewState.from_dict(view_data)
+    """The group the URL chose, when the page opens with one."""
+    return _detail(ViewState.from_dict(view_data), auth)
+
+
+@callback(
+    Output(ids.ERRORS_DETAIL, "children", allow_duplicate=True),
+    Input(ids.ERRORS_CHOSEN, "data"),
+    State(ids.AUTH, "data"),
+    prevent_initial_call=True,
+)
+def open_detail(chosen: dict | None, auth: dict | None) -> Any:
+    """The group a click chose: only the detail redraws (the list and its sparklines stay)."""
+    if not chosen or not chosen.get("error"):
+        raise PreventUpdate
+    return _detail(ViewState.from_dict(chosen), auth)
+
+
+def _detail(view: ViewState, auth: dict | None) -> Any:
+    """The chosen group: class and full message, the over-time chart with its bucket, and its first occurrences.
+
+    One callback draws all of it (one round trip, one render); the view it was drawn for rides along in
+    ``ids.ERRORS_DETAIL_VIEW`` for the bucket, pager and CSV callbacks.
+    """
     if view.site_id is None:
         raise PreventUpdate
     if not view.error:
@@ -280,6 +314,7 @@ def load_detail(view_data: dict | None, auth: dict | None) -> Any:
     try:
         group = _find_group(api, view, view.error)
         series = session.cached_call(api, "error_time_series", view.site_id, view.error, view.query(), bucket=bucket)
+        occurrences = _occurrences(api, view, group, 1) if group is not None else None
     except APIError as exc:
         return card(error_view(exc), title="Error detail")
     if group is None:
@@ -289,6 +324,8 @@ def load_detail(view_data: dict | None, auth: dict | None) -> Any:
         )
     return card(
         [
+            dcc.Store(id=ids.ERRORS_DETAIL_VIEW, data=view.to_dict()),
+            dcc.Store(id=ids.ERRORS_OCCURRENCES_PAGE, data=1),
             comp.error_detail_header(group),
             html.Div(
                 [html.H3("Occurrences over time"), comp.bucket_selector(ids.ERRORS_BUCKET, bucket, view.days)],
@@ -307,17 +344,48 @@ def load_detail(view_data: dict | None, auth: dict | None) -> Any:
                 ],
                 className="errors-occurrences-head",
             ),
-            loading(None, ids.ERRORS_OCCURRENCES),
+            loading(occurrences, ids.ERRORS_OCCURRENCES),
         ],
         title="Error detail",
         class_name="errors-detail",
     )
 
 
+def _occurrences(api: Any, view: ViewState, group: Any, page: int) -> list[Any]:
+    """One page of the chosen group's occurrences, newest first, with its count and pager."""
+    events = session.cached_call(
+        api, "error_events", view.site_id, view.error, view.query(), page=page, limit=OCCURRENCES_PER_PAGE
+    )
+    pages = comp.total_pages(int(group.count), OCCURRENCES_PER_PAGE)
+    shown_from = (page - 1) * OCCURRENCES_PER_PAGE + 1
+    label = f"{shown_from:,}–{shown_from + len(events) - 1:,} of {int(group.count):,}" if events else ""
+    return [
+        html.Div(label, className="muted occurrences-count"),
+        comp.occurrences_list(events, view.time_zone)
+        if events
+        else empty_state("No occurrences on this page", "Go back a page."),
+        comp.pager(page, pages, prev_id=ids.ERRORS_OCCURRENCES_PREV, next_id=ids.ERRORS_OCCURRENCES_NEXT),
+    ]
+
+
+# A drawn detail comes into view (a click scrolls as it starts; the page grows once the detail is drawn).
+clientside_callback(
+    """
+    function(view) {
+        var slot = document.getElementById("errors-detail");
+        if (view && view.error && slot) { slot.scrollIntoView({block: "start"}); }
+        return window.dash_clientside.no_update;
+    }
+    """,
+    Output(ids.ERRORS_DETAIL_VIEW, "id"),
+    Input(ids.ERRORS_DETAIL_VIEW, "data"),
+)
+
+
 @callback(
     Output(ids.ERRORS_CHART, "figure"),
     Input(ids.ERRORS_BUCKET, "value"),
-    State(ids.VIEW, "data"),
+    State(ids.ERRORS_DETAIL_VIEW, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
@@ -358,37 +426,25 @@ clientside_callback(
 @callback(
     Output(ids.ERRORS_OCCURRENCES, "children"),
     Input(ids.ERRORS_OCCURRENCES_PAGE, "data"),
-    State(ids.VIEW, "data"),
+    State(ids.ERRORS_DETAIL_VIEW, "data"),
     State(ids.AUTH, "data"),
+    prevent_initial_call=True,
 )
 def load_occurrences(page: int | None, view_data: dict | None, auth: dict | None) -> Any:
-    """One page of the chosen group's occurrences, newest first, with stacks as text."""
+    """Another page of the chosen group's occurrences (the first comes with the detail)."""
     view = ViewState.from_dict(view_data)
     if view.site_id is None or not view.error:
         raise PreventUpdate
-    page = max(int(page or 1), 1)
     from api_client import APIError
 
     api = session.api_for(auth)
     try:
         group = _find_group(api, view, view.error)
-        events = session.cached_call(
-            api, "error_events", view.site_id, view.error, view.query(), page=page, limit=OCCURRENCES_PER_PAGE
-        )
+        if group is None:
+            raise PreventUpdate
+        return _occurrences(api, view, group, max(int(page or 1), 1))
     except APIError as exc:
         return error_view(exc)
-    if group is None:
-        raise PreventUpdate
-    pages = comp.total_pages(int(group.count), OCCURRENCES_PER_PAGE)
-    shown_from = (page - 1) * OCCURRENCES_PER_PAGE + 1
-    label = f"{shown_from:,}–{shown_from + len(events) - 1:,} of {int(group.count):,}" if events else ""
-    return [
-        html.Div(label, className="muted occurrences-count"),
-        comp.occurrences_list(events, view.time_zone)
-        if events
-        else empty_state("No occurrences on this page", "Go back a page."),
-        comp.pager(page, pages, prev_id=ids.ERRORS_OCCURRENCES_PREV, next_id=ids.ERRORS_OCCURRENCES_NEXT),
-    ]
 
 
 @callback(
@@ -445,7 +501,7 @@ def download_groups(clicks: int, view_data: dict | None, auth: dict | None) -> A
 @callback(
     Output(ids.ERRORS_OCCURRENCES_CSV_DOWNLOAD, "data"),
     Input(ids.ERRORS_OCCURRENCES_CSV, "n_clicks"),
-    State(ids.VIEW, "data"),
+    State(ids.ERRORS_DETAIL_VIEW, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )

@@ -32,6 +32,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/goal-sessions", query)
     if gate is not None:
         return gate
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     if view.goal is None:
         return redirect(dash.get_relative_path("/goals") + view.to_search(), "Choose a goal")
     back = dcc.Link(

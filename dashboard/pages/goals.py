@@ -21,6 +21,7 @@ from dashboard.components.common import (
     error_view,
     loading,
     page_header,
+    value_of,
 )
 from dashboard.components.frame import analytics_frame, page_gate
 from dashboard.state import ViewState
@@ -81,6 +82,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/goals", query)
     if gate is not None:
         return gate
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     sort_value = view.sort if view.sort in goal_ui.SORT_OPTIONS else "createdAt"
     order_value = view.order or "desc"
     # With the goals (and the overview) of this view already cached, the page is drawn complete right here;
@@ -366,6 +370,30 @@ def close_form(close: int, cancel: int) -> bool:
     if not (close or cancel):
         raise PreventUpdate
     return True
+
+
+@callback(
+    Output(ids.GOALS_FORM_PATH_PREVIEW, "children"),
+    Input(ids.GOALS_FORM_PATH, "value"),
+    State(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+    prevent_initial_call=True,
+)
+def preview_path(pattern: str | None, view_data: dict | None, auth: dict | None) -> Any:
+    """Which of the site's most visited paths the typed pattern matches, before the goal is saved."""
+    view = ViewState.from_dict(view_data)
+    if view.site_id is None or not (pattern or "").strip():
+        return None
+    from api_client import APIError
+
+    try:
+        page = session.cached_call(
+            session.api_for(auth), "metric", view.site_id, "pathname", view.query(), page=1, limit=100
+        )
+    except APIError:
+        return None  # a convenience only; saving still checks the pattern
+    paths = [str(value) for row in page.rows if (value := value_of(row, "value"))]
+    return goal_editor.path_preview(pattern, paths)
 
 
 @callback(

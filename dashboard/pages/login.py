@@ -39,7 +39,6 @@ def layout(
     return html.Div(
         html.Div(
             [
-                html.Div([html.Span("◔", className="brand-mark"), "sitelens"], className="login-brand"),
                 html.H1("Sign in", className="login-title"),
                 html.P("Web analytics you can trust.", className="login-subtitle"),
                 html.Div(alert(notice[0], notice[1]) if notice else None, id=ids.LOGIN_MESSAGE, className="status"),

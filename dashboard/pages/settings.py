@@ -59,8 +59,16 @@ def _link_panel(url: str | None) -> html.Div:
     )
 
 
+# HTML data attributes (names with dashes, so passed as a mapping; typed loosely as Dash's signatures cannot name them).
+_DATA_SAVES: dict[str, Any] = {"data-saves": "1"}
+_DATA_UNSAVED_GUARD: dict[str, Any] = {"data-unsaved-guard": "1"}
+
+
 def _save_button(component_id: str, label: str, *, hidden: bool) -> html.Button:
-    return html.Button(label, id=component_id, n_clicks=0, hidden=hidden, className="button button-primary")
+    # data-saves: a click counts as saving for the unsaved-changes guard (assets/sitelens.js).
+    return html.Button(
+        label, id=component_id, n_clicks=0, hidden=hidden, className="button button-primary", **_DATA_SAVES
+    )
 
 
 def _settings_body(site: Any, ips: list[str], countries: list[str], link_url: str | None) -> list[Any]:
@@ -182,6 +190,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view = parse_view(raw, default_zone=browser_zone)
     if view.site_id is None:
         return redirect(dash.get_relative_path("/sites"), "Choose a site")
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     from api_client import APIError
 
     api = session.api_for(auth)
@@ -200,6 +211,8 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             html.Div(_settings_body(site, ips, countries, _share_url(site.site_id, key)), id=ids.SETTINGS_BODY),
         ],
         className="page settings-page",
+        # Typing here and leaving without saving asks first (assets/sitelens.js).
+        **_DATA_UNSAVED_GUARD,
     )
 
 
@@ -359,13 +372,15 @@ def save_countries(n_clicks: int, text: str | None, saved: dict | None, auth: di
     Output(ids.SETTINGS_LINK, "children"),
     Output(ids.SETTINGS_LINK_STATUS, "children"),
     Input(ids.SETTINGS_LINK_GENERATE, "n_clicks"),
-    Input(ids.SETTINGS_LINK_REVOKE, "n_clicks"),
+    Input(ids.SETTINGS_LINK_REGENERATE_CONFIRM, "submit_n_clicks"),
+    Input(ids.SETTINGS_LINK_REVOKE_CONFIRM, "submit_n_clicks"),
     State(ids.SETTINGS_SAVED, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
-def change_link(_generate: int, _revoke: int, saved: dict | None, auth: dict | None) -> tuple:
-    """Generate (or replace) the private link, or revoke it; the panel shows the result at once."""
+def change_link(_generate: int, _regenerate: int, _revoke: int, saved: dict | None, auth: dict | None) -> tuple:
+    """Generate the private link, or (once confirmed in the browser) replace or revoke it; the panel shows the
+    result at once."""
     # The panel's buttons are re-created with n_clicks=0 after each change; only a real click acts.
     if not saved or not ctx.triggered or not ctx.triggered[0].get("value"):
         raise PreventUpdate
@@ -374,7 +389,7 @@ def change_link(_generate: int, _revoke: int, saved: dict | None, auth: dict | N
     api = session.api_for(auth)
     site_id = saved["siteId"]
     try:
-        if ctx.triggered_id == ids.SETTINGS_LINK_GENERATE:
+        if ctx.triggered_id in (ids.SETTINGS_LINK_GENERATE, ids.SETTINGS_LINK_REGENERATE_CONFIRM):
             key = api.generate_private_link(site_id)
             message = alert("A new private link is active. Any older link stopped working.", "success")
         else:

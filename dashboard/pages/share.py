@@ -2,7 +2,7 @@
 
 The key travels in the URL fragment (never sent to any server, so never in a log); the frame copies it into the tab's
 session store and every call sends it as ``X-Private-Key``. Nothing here writes: no forms, no settings. A revoked,
-replaced or wrong key shows "This link is no longer valid".
+replaced or wrong key shows "This link is no longer valid"; an address without a key says the key is missing.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _channels(api: Any, view: ViewState) -> Any:
     goals = session.all_goals(api, view)
     if not goals:
         return channel_ui.no_goals(None)
-    goal = next((g for g in goals if g.goal_id == view.goal), goals[0])
+    goal = channel_ui.default_goal(goals, view.goal)
     ranking = session.cached_call(api, "channel_ranking", view.site_id, goal.goal_id, view.query())
     picker = dcc.Dropdown(
         id=ids.SHARE_CHANNELS_GOAL,
@@ -258,8 +258,9 @@ def load_shared(view_data: dict | None, share: dict | None, tab: str | None, fra
     except APIError as exc:
         shown = error_view(exc, shared=True)
         if getattr(shown, "id", None) == "share-invalid":
-            # Nothing of the site stays on screen for a link that no longer opens it.
-            return None, "Shared view", [], True, shown, no_update
+            # Nothing of the site stays on screen for a link that no longer opens it; an address without any key
+            # was cut short, which is not the same as a revoked link.
+            return None, "Shared view", [], True, invalid_link(missing_key=not matches), no_update
         return shown, "Shared view", [], False, None, no_update
     return content, site.name or site.domain, messages, False, None, strip
 

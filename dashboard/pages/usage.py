@@ -39,6 +39,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     view, gate = page_gate(auth, browser_zone, "/usage", query, need_site=False)
     if gate is not None:
         return gate
+    missing = session.site_gate(auth, view)
+    if missing is not None:
+        return missing
     from api_client import APIError
 
     try:

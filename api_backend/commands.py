@@ -1,0 +1,93 @@
+"""What every ``sitelens`` command shares: its error type, its settings, opening the stores, a progress bar.
+
+Kept apart from ``cli.py`` (the parser and the admin and seed commands) so command modules such as
+``clickhouse_admin`` can use these without importing the parser that registers them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+from api_backend.settings import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from api_backend.services import Services
+
+__all__ = ["CommandError", "ProgressBar", "command_settings", "open_event_services"]
+
+
+class CommandError(Exception):
+    """A command failed in a way the user can fix; the message is printed as one line on stderr."""
+
+
+def command_settings(args: argparse.Namespace, **overrides: Any) -> Settings:
+    """Settings from the environment; ``--data-dir`` and other flags override only when given."""
+    data_dir = getattr(args, "data_dir", None)
+    try:
+        return load_settings(data_dir=data_dir, **overrides)
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from None
+
+
+class ProgressBar:
+    """A one-line progress bar redrawn in place on a terminal (or printed every 10% to a file)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, label: str = "seeding") -> None:
+        self.total = max(total, 1)
+        self.stream = stream or sys.stderr
+        self.label = label
+        self.done = 0
+        self.started = time.monotonic()
+        self._tty = self.stream.isatty()
+        self._last_tenth = -1
+
+    def update(self, count: int) -> None:
+        """Record ``count`` more finished rows and redraw."""
+        self.done += count
+        fraction = min(self.done / self.total, 1.0)
+        if not self._tty:
+            tenth = int(fraction * 10)
+            if tenth == self._last_tenth:
+                return
+            self._last_tenth = tenth
+        elapsed = time.monotonic() - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        filled = int(fraction * 30)
+        line = (
+            f"{self.label} [{'#' * filled}{'.' * (30 - filled)}] {fraction * 100:5.1f}% "
+            f"{self.done:,}/{self.total:,} rows, {rate:,.0f} rows/s"
+        )
+        self.stream.write(("\r" + line) if self._tty else line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the line."""
+        if self._tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def open_event_services(settings: Settings) -> Services:
+    """Open the stores, turning a damaged, missing or locked store into one clear ``CommandError`` line."""
+    import duckdb
+
+    from api_backend.services import open_services
+    from api_backend.store.eventlog import LogCorruptError
+    from api_backend.store.startup import StoreStartupError
+
+    try:
+        return open_services(settings)
+    except ValueError as exc:  # an events URL this build cannot open
+        raise CommandError(str(exc)) from None
+    except (StoreStartupError, LogCorruptError) as exc:  # a damaged or missing store: the message says what to do
+        raise CommandError(str(exc)) from None
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise CommandError(
+                f"the event store {settings.events_path} is locked by another process; "
+                "stop the running sitelens server before seeding"
+            ) from None
+        raise CommandError(f"cannot open the event store {settings.events_path}: {str(exc).splitlines()[0]}") from None
