@@ -101,5 +101,6 @@ def test_layering005_query_builders_are_pure() -> None:
         name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
         assert not imported_packages(path) & IMPURE, name
         # store.events is the table's definition (columns, event types), which builders may name.
-        impure = {t for t in graph[name] if t.startswith(IMPURE_MODULES) and not t.startswith("api_backend.store.events")}
+        table = "api_backend.store.events"
+        impure = {t for t in graph[name] if t.startswith(IMPURE_MODULES) and not t.startswith(table)}
         assert not impure, name
