@@ -87,3 +87,20 @@ def test_layering004_backend_modules_import_without_cycles() -> None:
     for name in sorted(graph):
         visit(name, [])
     assert cycles == []
+
+
+# What a pure builder never needs: an engine, a thread, a cache of results, the stores or the HTTP layer.
+IMPURE = {"threading", "concurrent", "duckdb", "clickhouse_connect", "chdb", "sqlalchemy", "fastapi", "httpx"}
+IMPURE_MODULES = ("api_backend.store", "api_backend.read", "api_backend.services", "api_backend.routes")
+
+
+def test_layering005_query_builders_are_pure() -> None:
+    # api_backend/query turns parameters into SQL; running it, caching it and waiting for writes is the reader's job.
+    graph = _module_graph("api_backend")
+    for path in sorted((ROOT / "api_backend" / "query").rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        assert not imported_packages(path) & IMPURE, name
+        # store.events is the table's definition (columns, event types), which builders may name.
+        table = "api_backend.store.events"
+        impure = {t for t in graph[name] if t.startswith(IMPURE_MODULES) and not t.startswith(table)}
+        assert not impure, name

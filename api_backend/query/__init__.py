@@ -2,8 +2,9 @@
 
 Modules: ``window`` (time parameters), ``filters`` (filter JSON), ``scope`` (the site/window/session CTEs
 every query opens with), ``buckets`` (zone-aligned buckets and gap fill), ``paging``, ``sql`` (bound
-parameters and the engine ``Dialect``), and one builder per endpoint family: ``goals``, ``errors``,
-``metric``, ``overview``, ``usage``, ``funnels``.
+parameters), ``dialect`` (every spelling that differs between DuckDB and ClickHouse), and one builder per
+endpoint family: ``goals``, ``errors``, ``metric``, ``overview``, ``usage``, ``funnels``, ``sessions``, ``live``.
+The event reader (``api_backend.read``) runs what they build.
 
 Choices where the contract leaves room (documented for the README's API section):
 
