@@ -215,7 +215,7 @@ def panel_rows(parameter: str, rows: Sequence[Any], *, clickable: bool = True) -
     """A panel's rows (value, visits, share) as buttons: clicking one adds it as a filter (read-only: plain rows)."""
     if not rows:
         return html.Div("No data for this range.", className="panel-empty")
-    items = []
+    items: list[Any] = []
     for row in rows:
         value, count, share = value_of(row, "value"), value_of(row, "count"), value_of(row, "percentage")
         cells = [

@@ -141,7 +141,7 @@ def session_list(
     ]
 
 
-def session_summary(s: Any, zone: str) -> html.Div:
+def session_summary(s: Any, zone: str) -> html.Dl:
     """The facts of one session above its timeline."""
     facts = [
         ("Started", local_time(value_of(s, "session_start"), zone, "%Y-%m-%d %H:%M:%S")),

@@ -35,7 +35,7 @@ def _field(field: str) -> dict[str, Any]:
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """The step builder and, once analysed, the funnel."""
     view, gate = page_gate(auth, browser_zone, "/funnels", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     segment = html.Div(
         [
@@ -131,8 +131,9 @@ def analyze(
     api = session.api_for(auth)
     base = "All visits" if not view.filters else "This view"
     segments = [(base, view)]
-    if parameter and (segment_value or "").strip():
-        extra = {"parameter": parameter, "type": "equals", "value": [segment_value.strip()]}
+    segment = (segment_value or "").strip()
+    if parameter and segment:
+        extra = {"parameter": parameter, "type": "equals", "value": [segment]}
         segments.append((filter_label(extra), view.replace(filters=[*view.filters, extra])))
     try:
         series = [(name, session.cached_call(api, "funnel", view.site_id, steps, v.query())) for name, v in segments]

@@ -30,7 +30,7 @@ LIVE_REFRESH_MS = 30_000
 PANEL_LIMIT = 10
 
 
-def _panel(name: str, tabs: tuple[tuple[str, str], ...]) -> html.Div:
+def _panel(name: str, tabs: tuple[tuple[str, str], ...]) -> Any:
     """One breakdown panel: its tabs and the rows of the chosen tab."""
     picker = dcc.Tabs(
         id={"type": ids.OVERVIEW_TABS_TYPE, "panel": name},
@@ -45,7 +45,7 @@ def _panel(name: str, tabs: tuple[tuple[str, str], ...]) -> html.Div:
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """The overview of the URL's site, range and filters."""
     view, gate = page_gate(auth, browser_zone, "/overview", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     bucket = view.bucket if view.bucket in ui.BUCKETS else ui.default_bucket(view.days)
     metric_picker = dcc.Dropdown(

@@ -32,7 +32,7 @@ def layout(
 
     session_id = unquote(session_id or "")
     view, gate = page_gate(auth, browser_zone, f"/sessions/{session_id}", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     from api_client import APIError
 
@@ -45,9 +45,10 @@ def layout(
         body: Any = error_view(exc)
     else:
         user_id = detail.session.user_id
+        site_id = view.site_id or 0  # the gate above only lets a view with a site through
         user = (
             dash.dcc.Link(
-                f"All sessions of {user_id}", href=sessions_ui.user_href(view.site_id, user_id, view.to_search(page=1))
+                f"All sessions of {user_id}", href=sessions_ui.user_href(site_id, user_id, view.to_search(page=1))
             )
             if user_id
             else ""

@@ -30,7 +30,7 @@ PAGE_SIZE = 25
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """One page of the window's sessions."""
     view, gate = page_gate(auth, browser_zone, "/sessions", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     return html.Div(
         [

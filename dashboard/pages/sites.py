@@ -109,7 +109,7 @@ def load_stats(_: list | None, slots: list[dict], auth: dict | None) -> list:
 
     api = session.api_for(auth)
     day = Query(past_minutes_start=24 * 60, past_minutes_end=0)
-    out = []
+    out: list[Any] = []
     for slot in slots:
         try:
             overview = api.overview(slot["site"], day)

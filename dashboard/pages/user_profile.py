@@ -28,7 +28,7 @@ def layout(
     """The profile of ``user_id`` on the URL's site, all time (one call)."""
     user_id = unquote(user_id or "")
     view, gate = page_gate(auth, browser_zone, f"/users/{user_id}", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     from api_client import APIError, NotFoundError
 
