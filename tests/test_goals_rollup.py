@@ -243,7 +243,7 @@ def test_rollup005_only_one_low_cardinality_session_parameter_qualifies():
     email = json.dumps([{"parameter": "channel", "type": "equals", "value": ["Email"]}])
     today = datetime.now(UTC).date().isoformat()
     assert rollup_parameter(ReadParams("2026-01-01", today, "UTC", filters=email).scope(1)) is None
-    assert rollup_parameter(ReadParams("2026-01-01", "2099-12-31", "UTC", filters=email).scope(1)) is None
+    assert rollup_parameter(ReadParams("2026-01-01", "2030-12-31", "UTC", filters=email).scope(1)) is None
     assert rollup_parameter(ReadParams(None, None, "UTC", filters=email).scope(1)) is None
 
 
