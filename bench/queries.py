@@ -21,7 +21,6 @@ import httpx
 
 from api_backend.formats import iso_utc
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.errors import build_error_names_query, build_error_series_query
 from api_backend.query.funnels import build_funnel_query
 from api_backend.query.goals import (
     GoalSpec,
@@ -29,6 +28,7 @@ from api_backend.query.goals import (
     build_goal_sessions_query,
     build_goals_query,
 )
+from api_backend.query.js_errors import build_error_names_query, build_error_series_query
 from api_backend.query.metric import build_metric_query
 from api_backend.query.overview import build_overview_query, build_overview_series_query
 from api_backend.query.scope import Scope

@@ -16,7 +16,6 @@ import pytest
 
 from api_backend.query.buckets import BUCKETS
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect, dialect_named
-from api_backend.query.errors import build_error_events_query, build_error_names_query, build_error_series_query
 from api_backend.query.filters import FILTER_TYPES, PARAMETERS, parse_filters
 from api_backend.query.funnels import build_funnel_query
 from api_backend.query.goals import (
@@ -27,6 +26,7 @@ from api_backend.query.goals import (
     build_goals_rollup_query,
     build_matching_values_query,
 )
+from api_backend.query.js_errors import build_error_events_query, build_error_names_query, build_error_series_query
 from api_backend.query.live import build_live_pages_query, build_live_query
 from api_backend.query.metric import build_metric_query
 from api_backend.query.overview import build_overview_query, build_overview_series_query

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from api_backend.routes import (
     accounts,
-    errors,
     funnels,
     goals,
     health,
+    js_errors,
     live,
     metric,
     organizations,
@@ -27,7 +27,7 @@ ROUTERS = [
     organizations.router,
     sites.router,
     goals.router,
-    errors.router,
+    js_errors.router,
     usage.router,
     metric.router,
     overview.router,

@@ -13,7 +13,7 @@ from api_backend.auth import ServicesDep, SiteReader
 from api_backend.errors import InvalidRequestError
 from api_backend.formats import iso_utc
 from api_backend.query.buckets import bucket_instants, bucket_starts, parse_bucket
-from api_backend.query.errors import build_error_events_query, build_error_names_query, build_error_series_query
+from api_backend.query.js_errors import build_error_events_query, build_error_names_query, build_error_series_query
 from api_backend.query.paging import parse_page
 from api_backend.routes.read_params import ReadQuery
 

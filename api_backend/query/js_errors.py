@@ -1,5 +1,6 @@
-"""Error queries: messages ranked by occurrences, the occurrences of one message, and its time series.
+"""JavaScript-error queries: messages ranked by occurrences, the occurrences of one message, and its time series.
 
+These are tracked errors (``type = 'error'`` events), not the API's exception classes (``api_backend.errors``).
 Error rows are ``type = 'error'`` events with a non-empty class name (``event_name``) and ``props.message``.
 Page and device filters apply to the error rows themselves; the other filters select sessions.
 """
