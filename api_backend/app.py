@@ -23,6 +23,7 @@ from api_backend.errors import (
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
     error_body,
+    for_record_error,
 )
 from api_backend.guards import FaultGuard, SecurityHeaders, fault_response, log_fault
 from api_backend.openapi import install_openapi
@@ -30,6 +31,7 @@ from api_backend.routes import ROUTERS
 from api_backend.routes.track import track, track_batch
 from api_backend.services import Services, open_services
 from api_backend.settings import Settings
+from api_backend.store.errors import RecordError
 from api_backend.throttle import LoginThrottle
 
 __all__ = ["create_app"]
@@ -169,6 +171,8 @@ class TrackFastPath:
             response = await handler(Request(scope, receive))
         except APIError as exc:
             response = _json_error(exc)
+        except RecordError as exc:
+            response = _json_error(for_record_error(exc))
         except Exception as exc:
             response = fault_response(log_fault(exc, "POST", scope["path"]))
         await response(scope, receive, send)
@@ -192,6 +196,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(APIError)
     async def api_error(request: Request, exc: APIError) -> JSONResponse:
         return _json_error(exc)
+
+    @app.exception_handler(RecordError)
+    async def record_error(request: Request, exc: RecordError) -> JSONResponse:
+        return _json_error(for_record_error(exc))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from api_backend.commands import CommandError, ProgressBar, command_settings, open_event_services
 from api_backend.errors import APIError
 from api_backend.settings import Settings, SettingsError
+from api_backend.store.errors import RecordError
 
 if TYPE_CHECKING:
     pass
@@ -174,7 +175,7 @@ def admin_add_member(args: argparse.Namespace) -> dict[str, Any]:
 
 def admin_create_site(args: argparse.Namespace) -> dict[str, Any]:
     """Create a site in an organization: the contract's Site object."""
-    from api_backend.sites import site_json, validate_site_create
+    from api_backend.domain.sites import site_json, validate_site_create
 
     body: dict[str, Any] = {"domain": args.domain}
     if args.name is not None:
@@ -369,7 +370,7 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
         result = args.handler(args)
     except CommandError as exc:
         return _fail(str(exc))
-    except APIError as exc:
+    except (APIError, RecordError) as exc:
         return _fail(exc.message)
     except KeyboardInterrupt:
         return _fail("interrupted", status=130)

@@ -13,13 +13,16 @@
     +-- ServiceUnavailableError (503 SERVICE_UNAVAILABLE, sets Retry-After)
 
 Code below the routes raises these; ``api_backend.app`` turns them (and framework errors) into
-``{"error", "code", "details"?}`` responses.
+``{"error", "code", "details"?}`` responses. The stores raise HTTP-free exceptions of their own
+(``api_backend.store.errors``); ``for_record_error`` gives the answer each one gets.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from api_backend.store.errors import RecordConflictError, RecordError, RecordInvalidError, RecordNotFoundError
 
 __all__ = [
     "APIError",
@@ -35,6 +38,7 @@ __all__ = [
     "ServiceUnavailableError",
     "UnsupportedMediaTypeError",
     "error_body",
+    "for_record_error",
 ]
 
 
@@ -164,3 +168,14 @@ class ServiceUnavailableError(APIError):
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after)}
+
+
+def for_record_error(exc: RecordError) -> APIError:
+    """The API's answer to a store's refusal: 404 for a missing record, 409 for a clash, 400 naming the field."""
+    if isinstance(exc, RecordNotFoundError):
+        return NotFoundError(exc.message)
+    if isinstance(exc, RecordConflictError):
+        return ConflictError(exc.message)
+    if isinstance(exc, RecordInvalidError) and exc.field:
+        return InvalidRequestError.for_field(exc.field, exc.reason)
+    return InvalidRequestError(exc.message)

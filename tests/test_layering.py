@@ -104,3 +104,16 @@ def test_layering005_query_builders_are_pure() -> None:
         table = "api_backend.store.events"
         impure = {t for t in graph[name] if t.startswith(IMPURE_MODULES) and not t.startswith(table)}
         assert not impure, name
+
+
+# The HTTP layer: the app's exception tree and the web framework. Stores speak of records and files only.
+HTTP = {"fastapi", "starlette"}
+
+
+def test_layering006_stores_know_nothing_of_http() -> None:
+    # A store raises api_backend.store.errors; the app (and the command line) decide what a refusal looks like.
+    graph = _module_graph("api_backend")
+    for path in sorted((ROOT / "api_backend" / "store").rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        assert not imported_packages(path) & HTTP, name
+        assert not {t for t in graph[name] if t.startswith(("api_backend.errors", "api_backend.routes"))}, name

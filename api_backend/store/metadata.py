@@ -15,7 +15,6 @@ from sqlalchemy import ColumnElement, CursorResult, Engine, create_engine, delet
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
-from api_backend.errors import ConflictError, InvalidRequestError, NotFoundError
 from api_backend.migrations import upgrade_to_head
 from api_backend.security import (
     hash_password,
@@ -26,6 +25,7 @@ from api_backend.security import (
     new_public_id,
     verify_password,
 )
+from api_backend.store.errors import RecordConflictError, RecordInvalidError, RecordNotFoundError
 from api_backend.store.models import (
     ROLES,
     ApiKey,
@@ -92,15 +92,15 @@ class MetadataStore:
         """Create a user; the email is stored lower-cased and must be new."""
         email = email.strip().lower()
         if "@" not in email or len(email) > 320:
-            raise InvalidRequestError.for_field("email", "must be an email address")
+            raise RecordInvalidError("email", "must be an email address")
         if len(password) < 8:
-            raise InvalidRequestError.for_field("password", "must be at least 8 characters long")
+            raise RecordInvalidError("password", "must be at least 8 characters long")
         user = User(id=new_public_id(12), email=email, password_hash=hash_password(password), created_at=utcnow())
         try:
             with self.session() as s:
                 s.add(user)
         except IntegrityError:
-            raise ConflictError(f"A user with email {email} already exists.") from None
+            raise RecordConflictError(f"A user with email {email} already exists.") from None
         return user
 
     def user_by_email(self, email: str) -> User | None:
@@ -198,11 +198,11 @@ class MetadataStore:
     def create_organization(self, name: str, owner_id: str) -> Organization:
         name = name.strip()
         if not name or len(name) > 255:
-            raise InvalidRequestError.for_field("name", "must be 1 to 255 characters")
+            raise RecordInvalidError("name", "must be 1 to 255 characters")
         org = Organization(id=new_public_id(12), name=name, created_at=utcnow())
         with self.session() as s:
             if s.get(User, owner_id) is None:
-                raise NotFoundError("User not found.")
+                raise RecordNotFoundError("User not found.")
             s.add(org)
             s.flush()
             s.add(Membership(organization_id=org.id, user_id=owner_id, role="owner", created_at=utcnow()))
@@ -215,10 +215,10 @@ class MetadataStore:
     def add_member(self, org_id: str, user_id: str, role: str) -> None:
         """Give ``user_id`` a role in ``org_id`` (replacing any role it had)."""
         if role not in ROLES:
-            raise InvalidRequestError.for_field("role", f"must be one of {', '.join(ROLES)}")
+            raise RecordInvalidError("role", f"must be one of {', '.join(ROLES)}")
         with self.session() as s:
             if s.get(Organization, org_id) is None:
-                raise NotFoundError("Organization not found.")
+                raise RecordNotFoundError("Organization not found.")
             member = s.scalar(
                 select(Membership).where(Membership.organization_id == org_id, Membership.user_id == user_id)
             )
@@ -272,10 +272,10 @@ class MetadataStore:
             setattr(site, key, value)
         with self.session() as s:
             if s.get(Organization, org_id) is None:
-                raise NotFoundError("Organization not found.")
+                raise RecordNotFoundError("Organization not found.")
             duplicate = s.scalar(select(Site.site_id).where(Site.organization_id == org_id, Site.domain == domain))
             if duplicate is not None:
-                raise ConflictError(f"The domain {domain} is already a site of this organization.")
+                raise RecordConflictError(f"The domain {domain} is already a site of this organization.")
             s.add(site)
         return site
 
@@ -301,7 +301,7 @@ class MetadataStore:
         with self.session() as s:
             site = s.get(Site, site_id)
             if site is None:
-                raise NotFoundError("Site not found.")
+                raise RecordNotFoundError("Site not found.")
             for key, value in values.items():
                 setattr(site, key, value)
             site.updated_at = utcnow()
@@ -335,7 +335,7 @@ class MetadataStore:
         with self.session() as s:
             goal = s.get(Goal, goal_id)
             if goal is None:
-                raise NotFoundError("Goal not found.")
+                raise RecordNotFoundError("Goal not found.")
             goal.name, goal.goal_type, goal.config = name, goal_type, config
         return goal
 
