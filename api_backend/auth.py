@@ -23,9 +23,9 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
+from api_backend.domain.sites import check_site_key
 from api_backend.errors import AuthenticationRequiredError, ForbiddenError, NotFoundError
 from api_backend.services import Services
-from api_backend.sites import check_site_key
 from api_backend.store.models import Organization, Site, User
 
 __all__ = [

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from api_backend.goals import validate_goal_body
+from api_backend.domain.goals import validate_goal_body
 from api_backend.services import Services
 from api_backend.store.models import Site
 

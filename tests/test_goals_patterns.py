@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api_backend.goals import path_pattern_problem
+from api_backend.domain.goals import path_pattern_problem
 
 
 @pytest.mark.parametrize(

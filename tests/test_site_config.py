@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api_backend.sites import normalize_domain
+from api_backend.domain.sites import normalize_domain
 from api_backend.store.events import rows_to_table
 
 GOOD_IPS = [

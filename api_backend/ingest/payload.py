@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from api_backend.domain.sites import SITE_KEY_MESSAGE, is_site_key
 from api_backend.errors import FieldError, InvalidRequestError
-from api_backend.sites import SITE_KEY_MESSAGE, is_site_key
 from api_backend.store.events import EVENT_TYPES
 
 __all__ = [

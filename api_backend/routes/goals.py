@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query
 
 from api_backend.auth import ServicesDep, SiteMember, SiteReader
+from api_backend.domain.goals import goal_json, validate_goal_body
 from api_backend.errors import InvalidRequestError, NotFoundError
 from api_backend.formats import iso_utc
-from api_backend.goals import goal_json, validate_goal_body
 from api_backend.query.filters import parse_parameter
 from api_backend.query.goals import (
     BREAKDOWN_PAGE,

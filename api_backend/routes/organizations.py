@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, status
 
 from api_backend.auth import CurrentUser, OrgAdmin, OrgMember, ServicesDep
+from api_backend.domain.sites import site_json, validate_site_create
 from api_backend.formats import iso_utc
-from api_backend.sites import site_json, validate_site_create
 
 router = APIRouter(tags=["organizations"])
 

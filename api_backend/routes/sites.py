@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict
 
 from api_backend.auth import ServicesDep, SiteAdmin, SiteMember, SiteReader
-from api_backend.sites import site_config_json, site_json, validate_config_update
+from api_backend.domain.sites import site_config_json, site_json, validate_config_update
 
 router = APIRouter(tags=["sites"])
 

@@ -16,13 +16,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from api_backend.domain.sites import check_site_key
 from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError
 from api_backend.ingest.batch import BatchOutcome, paused_gc
 from api_backend.ingest.fastpath import holds_float, load_json
 from api_backend.ingest.payload import EVENT_NAME_LIMIT, STRING_LIMITS, TrackEvent, parse_event, parse_identify
 from api_backend.ingest.pipeline import ClientInfo
 from api_backend.services import Services
-from api_backend.sites import check_site_key
 from api_backend.store.events import EVENT_TYPES
 
 router = APIRouter(tags=["tracking"])
