@@ -262,7 +262,7 @@ class _Catalog:
 
         # Conversion scripts: the last events of a converting session, as (type, fixed path, name/props kind).
         path = self.path_index
-        self.scripts = {
+        self.scripts: dict[str, list[tuple[int, int, str | None]]] = {
             "purchase": [
                 (_T["pageview"], path["/pricing"], None),
                 (_T["pageview"], path["/signup"], None),
@@ -383,6 +383,14 @@ def _sample_starts(rng: np.random.Generator, count: int, days: int, now_ms: int)
 class _Plan:
     """Session-level draws for the whole run: exactly ``n`` events in time order."""
 
+    # One entry per session, drawn by ``_draw`` (and set from its dict).
+    arrival: np.ndarray
+    channel: np.ndarray
+    length: np.ndarray
+    purchase: np.ndarray
+    signup: np.ndarray
+    newsletter: np.ndarray
+
     def __init__(self, rng: np.random.Generator, cat: _Catalog, n: int, days: int, now_ms: int) -> None:
         parts = []
         total = 0
@@ -477,18 +485,18 @@ def _chunk(
     for kind, steps in cat.scripts.items():
         chosen = np.flatnonzero(getattr(plan, kind)[a:b])
         tail = first[chosen] + length[chosen] - len(steps)
-        for offset, (type_code, path, extra) in enumerate(steps):
+        for offset, (type_code, step_path, extra) in enumerate(steps):
             rows = tail + offset
             types[rows] = type_code
-            fixed_path[rows] = path
+            fixed_path[rows] = step_path
             if extra is None:
                 continue
             if extra.startswith("form:"):
                 fixed_props[rows] = cat.form_props[extra[5:]]
             else:
-                name, cum, props = cat.variants[extra]
-                fixed_name[rows] = name
-                fixed_props[rows] = props[_pick(rng, cum, len(rows))]
+                variant_name, cum, variant_props = cat.variants[extra]
+                fixed_name[rows] = variant_name
+                fixed_props[rows] = variant_props[_pick(rng, cum, len(rows))]
 
     # Pages: a Markov walk over page categories, one pageview rank at a time across all sessions.
     is_pageview = types == _T["pageview"]

@@ -34,6 +34,8 @@ def org_event_count(access: OrgMember, services: ServicesDep, params: WindowQuer
         query = build_usage_query(site_ids, window, services.reader.dialect)
         rows = services.reader.rows(query, Scope(site_ids, window))
     by_day = {r["day"]: r for r in rows}
+    # A parsed window has both bounds or neither, and "neither" became the default days above.
+    assert window.start is not None and window.end is not None
     first = to_local(window.start, zone).date()
     last_instant = window.end if window.include_end else window.end - timedelta(microseconds=1)
     last = to_local(last_instant, zone).date()

@@ -136,6 +136,10 @@ class EventStore(Protocol):
         """Like ``query`` but each row is a dict keyed by column name."""
         ...
 
+    def count(self, site_id: int | None = None) -> int:
+        """Number of stored events (of one site, or all)."""
+        ...
+
     def delete_site(self, site_id: int) -> int:
         """Remove every event of a site; return how many rows went."""
         ...
