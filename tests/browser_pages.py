@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 from tests.support import free_port
 
-__all__ = ["page_server", "wait_for"]
+__all__ = ["page_server"]
 
 
 @contextmanager
@@ -39,14 +38,3 @@ def page_server(root: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 20) -> Any:
-    """Poll ``check`` until it returns something truthy (a condition, never a fixed sleep); fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            assert value, "condition not met in time"
-            return value
-        time.sleep(0.1)

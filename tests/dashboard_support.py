@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tests.support import PASSWORD
+from tests.support import PASSWORD, wait_until
 
 
 def sign_in(dash_duo, email: str, password: str = PASSWORD, *, expect_sites: bool = True) -> None:
@@ -38,18 +38,6 @@ def click(dash_duo, selector: str, timeout: float = 10) -> None:
 
 
 WIDTHS = (1440, 390)
-
-
-def wait_until(predicate, timeout: float = 10.0, message: str = "condition not met in time"):
-    """Poll ``predicate`` until it returns something truthy (returned), or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(message)
-        time.sleep(0.05)
 
 
 def page_fits(dash_duo) -> bool:

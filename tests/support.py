@@ -88,3 +88,18 @@ def make_site(services: Services, owner: Account, domain: str = "example.com", *
     """A new organization owned by ``owner`` with one site on ``domain``."""
     org = services.metadata.create_organization(f"Org of {domain}", owner.user.id)
     return services.metadata.create_site(org.id, owner.user.id, domain, domain, **flags)
+
+
+def wait_until(predicate: Any, timeout: float = 20.0, message: str = "condition not met in time") -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned), or fail after ``timeout`` seconds.
+
+    The one way tests wait: on a condition, never a fixed time, so a busy machine only makes them slower.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(message)
+        time.sleep(0.05)

@@ -13,8 +13,8 @@ from selenium.webdriver.common.by import By
 
 from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
-from tests.dashboard_support import callback_round_trips, click, screenshots, settled, sign_in, wait_until
-from tests.support import make_account, make_site
+from tests.dashboard_support import callback_round_trips, click, screenshots, settled, sign_in
+from tests.support import make_account, make_site, wait_until
 
 TYPE_ERROR = "Cannot read properties of undefined (reading 'price')"
 HOSTILE = '<script>alert("x")</script> is not defined'

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -12,7 +11,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from dashboard.app import create_dashboard
 from tests.dashboard_support import callback_round_trips, click, settled, sign_in
-from tests.support import make_account, make_site
+from tests.support import make_account, make_site, wait_until
 
 
 def open_settings(dash_duo, site_id: int) -> None:
@@ -29,16 +28,6 @@ def replace_text(element, text: str) -> None:
     element.send_keys(Keys.CONTROL, "a")
     element.send_keys(Keys.DELETE)
     element.send_keys(text)
-
-
-def wait_until(predicate, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
 
 
 def severe(dash_duo) -> list:

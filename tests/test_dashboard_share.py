@@ -11,8 +11,8 @@ from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from tests.dashboard_data import load_demo
-from tests.dashboard_support import click, screenshots, wait_until
-from tests.support import make_account, make_site
+from tests.dashboard_support import click, screenshots
+from tests.support import make_account, make_site, wait_until
 
 MESSAGE = "Cannot read properties of undefined (reading 'price')"
 STACK = "TypeError: Cannot read properties of undefined\n    at total (https://shop.example.com/app.js:12:7)"

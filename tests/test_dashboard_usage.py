@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -14,19 +13,9 @@ from api_backend.store.events import EVENT_TYPES, rows_to_table
 from dashboard.app import create_dashboard
 from dashboard.components.usage import USAGE_CATEGORIES
 from tests.dashboard_support import click, sign_in
-from tests.support import make_account
+from tests.support import make_account, wait_until
 
 FIRST, LAST = date(2026, 4, 1), date(2026, 4, 5)
-
-
-def wait_until(predicate, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
 
 
 def random_events(site_id: int, rng: random.Random, days: list[date], count: int) -> list[dict]:

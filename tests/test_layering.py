@@ -117,3 +117,15 @@ def test_layering006_stores_know_nothing_of_http() -> None:
         name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
         assert not imported_packages(path) & HTTP, name
         assert not {t for t in graph[name] if t.startswith(("api_backend.errors", "api_backend.routes"))}, name
+
+
+def test_layering007_tests_wait_one_way() -> None:
+    # Waiting on a condition lives in tests/support.py alone, so a fix to how tests wait reaches every test.
+    tests = ROOT / "tests"
+    owners = [
+        path.relative_to(ROOT).as_posix()
+        for path in sorted(tests.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and node.name.startswith(("wait_until", "wait_for"))
+    ]
+    assert owners == ["tests/support.py"]

@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser_pages import page_server, wait_for
+from tests.browser_pages import page_server
+from tests.support import wait_until
 
 VERSION = "0.6.2"
 CACHE = Path(tempfile.gettempdir()) / "sitelens-test-cache" / f"rybbit-js-{VERSION}"
@@ -69,10 +70,10 @@ def test_rybbit_js001_browser_sdk_events_are_stored(dash_duo, api_base, site, ow
     driver = dash_duo.driver
     with page_server(tmp_path) as page:
         driver.get(page + "/guide")
-        wait_for(lambda: [i["type"] for i in timeline()] == ["pageview"])
-        wait_for(lambda: driver.execute_script("return !!window.rybbit"))
+        wait_until(lambda: [i["type"] for i in timeline()] == ["pageview"])
+        wait_until(lambda: driver.execute_script("return !!window.rybbit"))
         driver.execute_script("window.rybbit.event('download', {format: 'pdf', pages: 12})")
-        items = wait_for(lambda: (lambda t: t if len(t) == 2 else None)(timeline()))
+        items = wait_until(lambda: (lambda t: t if len(t) == 2 else None)(timeline()))
     view, event = items
     assert (view["pathname"], view["page_title"], view["hostname"]) == ("/guide", "Docs", "127.0.0.1")
     assert event["type"] == "custom_event" and event["event_name"] == "download"

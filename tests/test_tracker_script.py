@@ -6,7 +6,8 @@ from typing import Any
 
 import httpx
 
-from tests.browser_pages import page_server, wait_for
+from tests.browser_pages import page_server
+from tests.support import wait_until
 
 PAGE = """<!doctype html>
 <html><head><title>Shop</title>
@@ -52,17 +53,17 @@ def test_script002_tracker_in_chromium_sends_what_the_api_reads_back(dash_duo, a
     driver = dash_duo.driver
     with page_server(tmp_path) as page:
         driver.get(page + "/")
-        wait_for(lambda: types() == ["pageview"])
+        wait_until(lambda: types() == ["pageview"])
         driver.find_element("id", "nav").click()
-        wait_for(lambda: types() == ["pageview", "pageview"])
+        wait_until(lambda: types() == ["pageview", "pageview"])
         driver.back()  # popstate
-        wait_for(lambda: len(types()) == 3)
+        wait_until(lambda: len(types()) == 3)
         driver.find_element("id", "out").click()
-        wait_for(lambda: "outbound" in types())
+        wait_until(lambda: "outbound" in types())
         driver.find_element("id", "fail").click()
-        wait_for(lambda: "error" in types())
+        wait_until(lambda: "error" in types())
         driver.find_element("id", "custom").click()
-        items = wait_for(lambda: (lambda t: t if "custom_event" in [i["type"] for i in t] else None)(timeline()))
+        items = wait_until(lambda: (lambda t: t if "custom_event" in [i["type"] for i in t] else None)(timeline()))
 
         views = [i for i in items if i["type"] == "pageview"]
         assert [(v["pathname"], v["querystring"]) for v in views] == [("/", ""), ("/pricing", "?plan=pro"), ("/", "")]
@@ -80,8 +81,8 @@ def test_script002_tracker_in_chromium_sends_what_the_api_reads_back(dash_duo, a
         assert http.put(f"{api}/config", json=config).status_code == 200
         before = len(items)
         driver.get(page + "/")
-        wait_for(lambda: len(types()) == before + 1)
+        wait_until(lambda: len(types()) == before + 1)
         driver.find_element("id", "out").click()
         driver.find_element("id", "custom").click()
-        wait_for(lambda: len(types()) == before + 2)
+        wait_until(lambda: len(types()) == before + 2)
         assert types()[-2:] == ["pageview", "custom_event"]
