@@ -47,7 +47,7 @@ test: $(STAMP) browser postgres
 # part of `make test`). FUZZ_EXAMPLES sets the examples per operation.
 FUZZ_EXAMPLES ?= 100
 fuzz: $(STAMP)
-	$(BIN)/python -m tests.fuzz --max-examples $(FUZZ_EXAMPLES)
+	$(BIN)/python -m tests.support.fuzz --max-examples $(FUZZ_EXAMPLES)
 
 lint: $(STAMP)
 	$(BIN)/ruff check api_backend api_client dashboard sitelens tests bench

@@ -14,7 +14,7 @@ from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
 from tests.support import Account, live_server, make_account, make_site, store_options
 
-pytest_plugins = ["tests.clickhouse_support"]
+pytest_plugins = ["tests.support.clickhouse"]
 
 # Modules marked ``both_stores`` run every test once per event store; the others run on DuckDB (the default).
 EVENT_STORES = ("duckdb", "clickhouse")

@@ -1,0 +1,112 @@
+"""Black-box tests of ``sitelens seed``: rows in the event store, reproducibility, failures that write nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.events import EVENT_TYPES
+from tests.cli.test_cli import assert_fails, ok_json, run_cli
+
+NOW = "2026-03-01T12:00:00Z"
+NOW_NAIVE = datetime(2026, 3, 1, 12, 0)
+
+
+def make_site(data_dir: Path, domain: str = "seeded.example.com") -> dict:
+    """A user, organization and site made through the command line."""
+    ok_json(run_cli(data_dir, "admin", "create-user", "--email", "s@example.com", "--password", "pw-12345678"))
+    org = ok_json(run_cli(data_dir, "admin", "create-org", "--name", "Seeds", "--owner-email", "s@example.com"))
+    return ok_json(run_cli(data_dir, "admin", "create-site", "--org", org["organizationId"], "--domain", domain))
+
+
+def all_rows(data_dir: Path) -> list[tuple]:
+    store = DuckDBEventStore(data_dir / "events.duckdb")
+    try:
+        return store.query("SELECT * FROM events ORDER BY timestamp, session_id, type, pathname, props")
+    finally:
+        store.close()
+
+
+def seed(data_dir: Path, site: int | str, *args: str):
+    return run_cli(data_dir, "seed", "--site", str(site), *args)
+
+
+def test_cliseed001_inserts_exactly_n_realistic_events(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    site = make_site(data_dir)
+    result = seed(data_dir, site["siteId"], "--events", "20000", "--seed", "5", "--now", NOW)
+    assert ok_json(result) == {"inserted": 20000}
+    assert "100.0%" in result.stderr  # the progress bar went to stderr, stdout holds only the JSON
+    store = DuckDBEventStore(data_dir / "events.duckdb")
+    try:
+        assert store.count(site["siteId"]) == 20000
+        assert store.count() == 20000
+        types = dict(store.query("SELECT type, count(*) FROM events GROUP BY type"))
+        assert set(types) == set(EVENT_TYPES)
+        assert types["pageview"] > 10000
+        (low, high, hosts, sessions, users, channels) = store.query(
+            "SELECT min(timestamp), max(timestamp), list(DISTINCT hostname ORDER BY hostname), "
+            "count(DISTINCT session_id), count(DISTINCT user_id), count(DISTINCT channel) FROM events"
+        )[0]
+        assert high <= NOW_NAIVE and low >= NOW_NAIVE - timedelta(days=30)
+        assert hosts == ["seeded.example.com", "www.seeded.example.com"]
+        assert 3000 < sessions < 10000 and users < sessions
+        assert channels >= 8
+        errors = store.query("SELECT count(*) FROM events WHERE type = 'error' AND props LIKE '%\\n    at %'")[0][0]
+        assert errors == types["error"]
+    finally:
+        store.close()
+
+
+def test_cliseed002_same_seed_same_rows(tmp_path: Path) -> None:
+    rows = []
+    for name in ("one", "two"):
+        data_dir = tmp_path / name
+        site = make_site(data_dir)
+        ok_json(seed(data_dir, site["siteId"], "--events", "3000", "--seed", "42", "--now", NOW))
+        rows.append(all_rows(data_dir))
+    assert len(rows[0]) == 3000
+    assert rows[0] == rows[1]
+    other = tmp_path / "three"
+    site = make_site(other)
+    ok_json(seed(other, site["siteId"], "--events", "3000", "--seed", "43", "--now", NOW))
+    assert all_rows(other) != rows[0]
+
+
+def test_cliseed003_string_site_id_days_and_appending(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    site = make_site(data_dir)
+    assert ok_json(seed(data_dir, site["id"], "--events", "500", "--days", "3", "--now", NOW)) == {"inserted": 500}
+    assert ok_json(seed(data_dir, site["siteId"], "--events", "250", "--days", "3")) == {"inserted": 250}
+    rows = all_rows(data_dir)
+    assert len(rows) == 750
+    first_run = [r for r in rows if r[1] <= NOW_NAIVE]
+    assert len(first_run) >= 500
+    assert min(r[1] for r in rows) >= NOW_NAIVE - timedelta(days=3)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--events", "0"], "--events"),
+        (["--events", "ten"], "--events"),
+        (["--events", "10", "--days", "0"], "--days"),
+        (["--events", "10", "--seed", "-1"], "--seed"),
+        (["--events", "10", "--now", "yesterday"], "--now"),
+    ],
+)
+def test_cliseed004_bad_arguments(tmp_path: Path, args: list[str], fragment: str) -> None:
+    data_dir = tmp_path / "data"
+    assert_fails(seed(data_dir, 1, *args), fragment)
+    assert not data_dir.exists()  # refused before anything was opened
+
+
+def test_cliseed005_unknown_site_writes_nothing(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    make_site(data_dir)
+    assert_fails(seed(data_dir, 999, "--events", "10"), "999")
+    assert_fails(seed(data_dir, "no-such-id", "--events", "10"), "no-such-id")
+    assert not (data_dir / "events.duckdb").exists()

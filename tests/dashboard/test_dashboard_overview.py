@@ -1,0 +1,69 @@
+"""Browser test of the overview strip: a change only against a fair previous period, no verdict while loading."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from api_backend.store.events import rows_to_table
+from dashboard.app import create_dashboard
+from tests.support import make_account, make_site
+from tests.support.dashboard import screenshots, sign_in
+
+# Recorded from the first byte of every document: any text the strip's change lines ever showed.
+WATCH_CHANGES = """
+window.__changes = [];
+new MutationObserver(function () {
+  document.querySelectorAll('.stat-change').forEach(function (el) {
+    if (window.__changes.indexOf(el.textContent) < 0) { window.__changes.push(el.textContent); }
+  });
+}).observe(document, {childList: true, subtree: true, characterData: true});
+"""
+
+
+def sessions(site_id: int, count: int, days_ago: int, prefix: str) -> list[dict]:
+    """``count`` one-page sessions around ``days_ago`` days before today, midday UTC."""
+    day = (datetime.now(UTC) - timedelta(days=days_ago)).replace(hour=12, minute=0, second=0, microsecond=0)
+    return [
+        {
+            "site_id": site_id,
+            "timestamp": (day + timedelta(minutes=i)).replace(tzinfo=None),
+            "session_id": f"{prefix}{i}",
+            "user_id": f"{prefix}{i}",
+            "pathname": "/",
+            "type": "pageview",
+        }
+        for i in range(count)
+    ]
+
+
+def test_dash_overview001_fair_thin_and_loading(dash_duo, services, api_base, output_dir):
+    owner = make_account(services, "owner@example.com")
+    fair = make_site(services, owner, "fair.example.com")
+    thin = make_site(services, owner, "thin.example.com")
+    # Fair: 60 sessions now, 40 in the 30 days before (+50.0%). Thin: 60 now, 2 before.
+    services.events.append(
+        rows_to_table(
+            sessions(fair.site_id, 60, 3, "n")
+            + sessions(fair.site_id, 40, 40, "p")
+            + sessions(thin.site_id, 60, 3, "n")
+            + sessions(thin.site_id, 2, 40, "p")
+        )
+    )
+    dash_duo.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH_CHANGES})
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+
+    dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={fair.site_id}&time_zone=UTC")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "60", timeout=15)
+    dash_duo.wait_for_text_to_equal(".stat-change", "+50.0%", timeout=10)
+    seen = dash_duo.driver.execute_script("return window.__changes")
+    # While the numbers loaded, the tiles said nothing about earlier data.
+    assert not [text for text in seen if "earlier data" in text], seen
+    screenshots(dash_duo, output_dir, "overview-fair")
+
+    dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={thin.site_id}&time_zone=UTC")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "60", timeout=15)
+    dash_duo.wait_for_text_to_equal(".stat-change", "too little earlier data (2 sessions)", timeout=10)
+    assert "%" not in " ".join(e.text for e in dash_duo.find_elements(".stat-change"))
+    screenshots(dash_duo, output_dir, "overview-thin")
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []

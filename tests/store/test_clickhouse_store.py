@@ -1,0 +1,337 @@
+"""The ClickHouse event store on the embedded engine: types, schema, deletes, the log position and crash recovery."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import threading
+from datetime import date, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from fastapi.testclient import TestClient
+
+from api_backend.app import create_app
+from api_backend.settings import SettingsError, load_settings
+from api_backend.store.clickhouse import QUERY_SETTINGS, ClickHouseEventStore
+from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.eventlog import EventLog
+from api_backend.store.events import EVENT_COLUMNS, QueryRejectedError, rows_to_table
+from api_backend.store.open import open_event_store, parse_events_url
+from api_backend.store.writer import BatchWriter
+from tests.support import REPO_ROOT, free_port, make_account, make_site
+from tests.support.clickhouse import chdb_url
+
+BROWSER = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+)
+
+
+@pytest.fixture
+def store(chdb_settings):
+    store, _ = open_event_store(chdb_settings)
+    yield store
+    store.close()
+
+
+def _event(i: int, **values) -> dict:
+    return {"site_id": 1, "timestamp": datetime(2026, 3, 1, 12, 0, 0, 123000), "session_id": f"s{i}", **values}
+
+
+def test_chstore001_every_column_round_trips(store):
+    full = _event(
+        0,
+        user_id="visitor-1",
+        pathname="/prix/été",
+        page_title="Ünïcödé ✓ 日本語",
+        props='{"plan": "pro"}',
+        screen_width=1920,
+        screen_height=1080,
+        country="FR",
+        type="performance",
+        lcp=1.25,
+        cls=0.0,
+        inp=None,
+    )
+    store.append(rows_to_table([full, _event(1)]))
+    rows = store.query_dicts("SELECT * FROM events ORDER BY session_id")
+    assert [row.pop("log_seq") for row in rows] == [0, 0]
+    assert list(rows[0]) == [name for name, _ in EVENT_COLUMNS]
+    first, empty = rows
+    assert first["timestamp"] == datetime(2026, 3, 1, 12, 0, 0, 123000) and first["timestamp"].tzinfo is None
+    assert first["pathname"] == "/prix/été" and first["page_title"] == "Ünïcödé ✓ 日本語"
+    assert (first["screen_width"], first["lcp"], first["cls"], first["inp"]) == (1920, 1.25, 0.0, None)
+    # Strings are never NULL ('' means unknown), the JSON columns default to {}, only web vitals are NULL.
+    assert empty["user_id"] == "" and empty["country"] == "" and empty["props"] == "{}"
+    assert empty["url_parameters"] == "{}" and empty["screen_width"] == 0
+    assert [empty[name] for name in ("lcp", "cls", "inp", "fcp", "ttfb")] == [None] * 5
+
+    (row,) = store.query(
+        "SELECT toDate(timestamp), groupArray(session_id), count(), avg(lcp), lengthUTF8(any(page_title)) "
+        "FROM events WHERE site_id = {site:Int32} AND timestamp >= {since:DateTime64(3)} AND lcp IS NOT NULL "
+        "GROUP BY 1",
+        {"site": 1, "since": datetime(2026, 3, 1, 12, 0, 0, 123000)},
+    )
+    assert row == (date(2026, 3, 1), ["s0"], 1, 1.25, len("Ünïcödé ✓ 日本語"))
+
+
+def test_chstore002_query_settings_give_standard_sql_semantics(store):
+    store.append(rows_to_table([_event(0)]))
+    # An outer join's missing side is NULL (not 0 / ''), an empty sum is NULL, a bare UNION is distinct.
+    (row,) = store.query(
+        "SELECT e.site_id, o.n FROM events AS e LEFT JOIN (SELECT 2 AS site_id, 5 AS n) AS o ON e.site_id = o.site_id"
+    )
+    assert row == (1, None)
+    assert store.query("SELECT sum(screen_width), count() FROM events WHERE site_id = 99") == [(None, 0)]
+    assert store.query("SELECT 1 AS a UNION SELECT 1") == [(1,)]
+    # Times without a zone are UTC whatever the host's zone.
+    assert store.query("SELECT toUnixTimestamp(toDateTime('2026-01-01 00:00:00'))") == [(1767225600,)]
+    assert QUERY_SETTINGS["join_use_nulls"] == 1
+
+
+def test_chstore003_reads_from_many_threads(store):
+    store.append(rows_to_table([_event(i) for i in range(50)]))
+    results: list[int] = []
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for _ in range(5):
+                results.append(store.query("SELECT count() FROM events WHERE site_id = {s:Int32}", {"s": 1})[0][0])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and results == [50] * 20
+
+
+def test_chstore004_delete_site_is_visible_at_once(store):
+    store.append(rows_to_table([_event(i) for i in range(3)] + [_event(9, site_id=2)]))
+    assert store.delete_site(1) == 3
+    assert store.count(1) == 0 and store.count(2) == 1 and store.count() == 1
+    assert store.delete_site(1) == 0
+
+
+def test_chstore005_latest_sessions(store):
+    early, late = datetime(2026, 3, 1, 10), datetime(2026, 3, 1, 11)
+    store.append(
+        rows_to_table(
+            [
+                _event(0, user_id="u1", session_id="old", timestamp=early),
+                _event(0, user_id="u1", session_id="new", timestamp=late),
+                _event(0, user_id="u2", session_id="", timestamp=late),
+                _event(0, user_id="u3", session_id="gone", timestamp=datetime(2026, 2, 1)),
+            ]
+        )
+    )
+    assert store.latest_sessions(datetime(2026, 3, 1)) == [(1, "u1", "new", late)]
+
+
+def test_chstore006_schema(store, chdb_client, chdb_database):
+    (engine, partition, sorting) = chdb_client.query(
+        "SELECT engine, partition_key, sorting_key FROM system.tables WHERE database = {db:String} AND name = 'events'",
+        parameters={"db": chdb_database},
+    ).result_rows[0]
+    assert (engine, partition, sorting) == (
+        "MergeTree",
+        "toYYYYMM(timestamp)",
+        "site_id, toDate(timestamp), session_id, timestamp",
+    )
+    types = dict(
+        chdb_client.query(
+            "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'events'",
+            parameters={"db": chdb_database},
+        ).result_rows
+    )
+    assert types["timestamp"] == "DateTime64(3, 'UTC')"
+    assert types["country"] == "LowCardinality(String)" and types["session_id"] == "String"
+    assert {name for name, typ in types.items() if typ.startswith("Nullable")} == {"lcp", "cls", "inp", "fcp", "ttfb"}
+    assert types["log_seq"] == "UInt64"
+    assert store.schema_version == 1
+    # Opening again migrates nothing twice.
+    again = ClickHouseEventStore(store.client, chdb_database)
+    assert again.schema_version == 1
+    assert store.query("SELECT count() FROM sitelens_schema") == [(1,)]
+
+
+def test_chstore007_log_position_moves_with_each_append(store):
+    assert store.applied_log_seq() == 0
+    store.append(rows_to_table([_event(0)]), log_seq=4)
+    store.append(rows_to_table([]), log_seq=7)
+    assert store.applied_log_seq() == 7
+    assert store.query("SELECT log_seq, count() FROM events GROUP BY log_seq") == [(4, 1)]
+
+
+def test_chstore008_crash_between_insert_and_position_neither_loses_nor_duplicates(chdb_settings, tmp_path):
+    event_log = EventLog(tmp_path / "log")
+    batches = [rows_to_table([_event(seq * 10 + i, pathname=f"/r{seq}-{i}") for i in range(3)]) for seq in range(4)]
+    seqs = [event_log.append(batch) for batch in batches]
+    store, _ = open_event_store(chdb_settings)
+    store.append(pa.concat_tables(batches[:2]), log_seq=seqs[1])
+    # The process dies after ClickHouse took the next insert but before its position was written.
+    orphan = pa.concat_tables(batches[2:])
+    store.client.insert_arrow(
+        "events", orphan.append_column("log_seq", pa.array([seqs[3]] * orphan.num_rows, pa.uint64()))
+    )
+    assert store.count() == 12 and store.applied_log_seq() == seqs[1]
+    store.close()
+
+    store, _ = open_event_store(chdb_settings)  # recovery removes the orphan rows...
+    assert store.count() == 6
+    writer = BatchWriter(store, log=event_log)  # ...and the replay copies their records once
+    writer.close()
+    paths = [row[0] for row in store.query("SELECT pathname FROM events ORDER BY pathname")]
+    assert paths == sorted(f"/r{seq}-{i}" for seq in range(4) for i in range(3))
+    assert store.applied_log_seq() == seqs[3]
+    store.close()
+
+
+def test_chstore009_tracked_events_are_counted_and_deleted_through_the_app(chdb_services, chdb_settings):
+    owner = make_account(chdb_services, "ch@example.com")
+    site, other = make_site(chdb_services, owner), make_site(chdb_services, owner, "other.example")
+    with TestClient(create_app(chdb_settings, chdb_services)) as client:
+        for target, count in ((site, 3), (other, 2)):
+            for i in range(count):
+                body = {"site_id": target.site_id, "type": "pageview", "pathname": f"/p{i}", "hostname": "example.com"}
+                response = client.post("/api/track", json=body, headers={"User-Agent": BROWSER})
+                assert response.status_code == 200, response.text
+        assert client.get("/api/health").status_code == 200
+        assert chdb_services.events.dialect == "clickhouse"
+        assert chdb_services.events.count(site.site_id) == 3
+        response = client.delete(f"/api/sites/{site.site_id}", headers={"Authorization": f"Bearer {owner.api_key}"})
+        assert response.status_code == 200, response.text
+    assert chdb_services.events.count(site.site_id) == 0
+    assert chdb_services.events.count(other.site_id) == 2
+
+
+def test_chstore010_events_url_is_checked_at_start_up(tmp_path):
+    for url, message in [
+        ("mysql://x/y", "must be a URL starting with one of"),
+        ("chdb://relative/path", "absolute data directory"),
+        ("chdb:///abs/path?database=bad-name", "letters, digits and underscores"),
+        ("clickhouse:///db", "must name a server"),
+        ("clickhouse://host:99999/db", "port"),
+    ]:
+        with pytest.raises(SettingsError, match=message):
+            load_settings({"SITELENS_EVENTS_URL": url}, data_dir=str(tmp_path))
+    target = parse_events_url("clickhouses://me:p%40ss@db.example.com/analytics")
+    assert (target.host, target.port, target.username, target.password, target.database, target.secure) == (
+        "db.example.com",
+        8443,
+        "me",
+        "p@ss",
+        "analytics",
+        True,
+    )
+    assert parse_events_url("chdb:///srv/events").database == "sitelens"
+
+
+def test_chstore011_a_second_chdb_directory_is_refused(store, tmp_path: Path, chdb_settings):
+    other = dataclasses.replace(chdb_settings, events_url=chdb_url(tmp_path / "elsewhere", "x"))
+    with pytest.raises(ValueError, match="one data directory per process"):
+        open_event_store(other)
+
+
+HOLD = (
+    "import sys, time, clickhouse_connect\n"
+    "client = clickhouse_connect.get_client(dsn='chdb://' + sys.argv[1])\n"
+    "print('holding', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+TRY_OPEN = (
+    "import sys\n"
+    "from api_backend.settings import load_settings\n"
+    "from api_backend.store.open import open_event_store\n"
+    "try:\n"
+    "    open_event_store(load_settings({}, data_dir=sys.argv[2], events_url='chdb://' + sys.argv[1]))\n"
+    "except ValueError as exc:\n"
+    "    print(exc)\n"
+)
+
+
+def test_chstore012_a_directory_held_by_another_process_is_refused_clearly(tmp_path: Path):
+    path = str(tmp_path / "held")
+    root = REPO_ROOT
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, path], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        other = subprocess.run(
+            [sys.executable, "-c", TRY_OPEN, path, str(tmp_path / "data")],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        holder.communicate("", timeout=60)
+    assert "another process (a running sitelens server?) holds it" in other.stdout, other.stderr
+
+
+def test_chstore013_an_unreachable_server_is_a_clear_error(chdb_settings):
+    url = f"clickhouse://sitelens:secret@127.0.0.1:{free_port()}/analytics"
+    with pytest.raises(ValueError, match=r"cannot reach the ClickHouse server at clickhouse://127\.0\.0\.1:\d+"):
+        open_event_store(dataclasses.replace(chdb_settings, events_url=url))
+
+
+TIMES_SQL = (
+    "SELECT toDateTime('2026-01-01 00:00:00'), toStartOfHour(toDateTime64('2026-01-01 05:30:00', 3, 'UTC')), "
+    "toTimeZone(toDateTime64('2026-07-01 05:30:00', 3, 'UTC'), 'Europe/Berlin'), "
+    "toStartOfDay(toTimeZone(toDateTime64('2026-07-01 05:30:00', 3, 'UTC'), 'Europe/Berlin')), {t:DateTime64(3)}"
+)
+TIMES_PARAMS = {"t": datetime(2026, 1, 1, 1, 2, 3, 4000)}
+TIMES_EXPECTED = (
+    datetime(2026, 1, 1),
+    datetime(2026, 1, 1, 5),
+    datetime(2026, 7, 1, 5, 30),
+    datetime(2026, 6, 30, 22),
+    datetime(2026, 1, 1, 1, 2, 3, 4000),
+)
+IN_NEW_YORK = (
+    "import sys\n"
+    "from datetime import datetime\n"
+    "from api_backend.settings import load_settings\n"
+    "from api_backend.store.open import open_event_store\n"
+    "from tests.store.test_clickhouse_store import TIMES_PARAMS, TIMES_SQL\n"
+    "store, _ = open_event_store(load_settings({}, data_dir=sys.argv[2], events_url='chdb://' + sys.argv[1]))\n"
+    "print(repr(store.query(TIMES_SQL, TIMES_PARAMS)))\n"
+    "store.close()\n"
+)
+
+
+def test_chstore014_times_are_naive_utc_whatever_the_host_zone(store, tmp_path: Path):
+    assert store.query(TIMES_SQL, TIMES_PARAMS) == [TIMES_EXPECTED]
+    root = REPO_ROOT
+    env = {**os.environ, "TZ": "America/New_York", "PYTHONPATH": str(root)}
+    run = subprocess.run(
+        [sys.executable, "-c", IN_NEW_YORK, str(tmp_path / "ny"), str(tmp_path / "data")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == repr([TIMES_EXPECTED])
+
+
+def test_chstore015_a_pattern_the_engine_refuses_is_a_typed_error_on_both_stores(store, tmp_path: Path):
+    """The reader maps this one type to a 400, so neither store's refusal of a bound value may look like a crash."""
+    with pytest.raises(QueryRejectedError):
+        store.query("SELECT match('abc', {p:String})", {"p": "(a"})
+    assert bool(store.query("SELECT match('abc', {p:String})", {"p": "b"})[0][0])
+    duck = DuckDBEventStore(tmp_path / "events.duckdb")
+    try:
+        with pytest.raises(QueryRejectedError):
+            duck.query("SELECT regexp_matches('abc', $p)", {"p": "(a"})
+        assert duck.query("SELECT regexp_matches('abc', $p)", {"p": "b"}) == [(True,)]
+    finally:
+        duck.close()

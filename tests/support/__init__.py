@@ -1,0 +1,109 @@
+"""Test helpers: a real server on loopback, and quick builders for users, organizations and sites."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from api_backend.services import Services
+from api_backend.store.models import Site, User
+
+__all__ = ["Account", "free_port", "live_server", "make_account", "make_site", "store_options"]
+
+PASSWORD = "correct horse battery"
+
+# The repository checkout the tests run from.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def store_options(event_store: str, request: Any) -> dict[str, str]:
+    """``load_settings`` options putting a test's events on ``event_store``: a fresh chdb database for ClickHouse.
+
+    ``request`` is the test's ``pytest.FixtureRequest``; the process's one chdb engine starts on first use only.
+    """
+    if event_store == "duckdb":
+        return {}
+    if event_store != "clickhouse":
+        raise ValueError(f"unknown event store {event_store!r}")
+    from tests.support.clickhouse import chdb_url, fresh_database
+
+    path = request.getfixturevalue("chdb_path")
+    return {"events_url": chdb_url(path, fresh_database(request.getfixturevalue("chdb_client")))}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def live_server(app: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn in a thread on a free loopback port; yield its base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(base + "/api/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    else:
+        raise RuntimeError("test server did not start")
+    try:
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@dataclass
+class Account:
+    """A user with an API key, ready to send authenticated requests."""
+
+    user: User
+    api_key: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"}
+
+
+def make_account(services: Services, email: str) -> Account:
+    user = services.metadata.create_user(email, PASSWORD)
+    _, raw = services.metadata.create_api_key(user.id, "tests")
+    return Account(user=user, api_key=raw)
+
+
+def make_site(services: Services, owner: Account, domain: str = "example.com", **flags: Any) -> Site:
+    """A new organization owned by ``owner`` with one site on ``domain``."""
+    org = services.metadata.create_organization(f"Org of {domain}", owner.user.id)
+    return services.metadata.create_site(org.id, owner.user.id, domain, domain, **flags)
+
+
+def wait_until(predicate: Any, timeout: float = 20.0, message: str = "condition not met in time") -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned), or fail after ``timeout`` seconds.
+
+    The one way tests wait: on a condition, never a fixed time, so a busy machine only makes them slower.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(message)
+        time.sleep(0.05)
