@@ -138,10 +138,10 @@ def test_budget005_buckets_stay_bounded_under_a_flood_of_addresses():
     assert buckets.take("fresh", 1) == pytest.approx(0.06)  # a refused request takes nothing
 
 
-def test_budget006_budget_settings_are_generous_by_default_and_checked():
-    defaults = load_settings({}, data_dir="/tmp/sitelens-budget-defaults")
+def test_budget006_budget_settings_are_generous_by_default_and_checked(tmp_path):
+    defaults = load_settings({}, data_dir=str(tmp_path))
     assert defaults.track_ip_events_per_minute >= 10_000 and defaults.track_site_events_per_minute >= 100_000
     with pytest.raises(SettingsError, match="SITELENS_TRACK_IP_EVENTS_PER_MINUTE"):
-        load_settings({"SITELENS_TRACK_IP_EVENTS_PER_MINUTE": "500"}, data_dir="/tmp/sitelens-budget-defaults")
-    unlimited = load_settings({"SITELENS_TRACK_SITE_EVENTS_PER_MINUTE": "0"}, data_dir="/tmp/sitelens-budget-defaults")
+        load_settings({"SITELENS_TRACK_IP_EVENTS_PER_MINUTE": "500"}, data_dir=str(tmp_path))
+    unlimited = load_settings({"SITELENS_TRACK_SITE_EVENTS_PER_MINUTE": "0"}, data_dir=str(tmp_path))
     assert unlimited.track_site_events_per_minute == 0
