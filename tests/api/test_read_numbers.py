@@ -16,8 +16,7 @@ from api_backend.app import create_app
 from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.events import rows_to_table
-from tests.support import truth
-from tests.support import Account, make_account, make_site, store_options
+from tests.support import Account, make_account, make_site, store_options, truth
 
 
 @dataclass

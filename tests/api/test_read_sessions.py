@@ -17,8 +17,7 @@ from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI, NotFoundError, Query
-from tests.support import truth
-from tests.support import Account, make_account, make_site
+from tests.support import Account, make_account, make_site, truth
 
 WINDOW = {"start_date": "2026-03-27", "end_date": "2026-03-30", "time_zone": "Europe/Paris"}
 WINDOW_START, WINDOW_END = datetime(2026, 3, 26, 23), datetime(2026, 3, 30, 22)

@@ -11,8 +11,7 @@ from fastapi.testclient import TestClient
 from api_backend.app import create_app
 from api_backend.services import Services
 from api_backend.store.events import rows_to_table
-from tests.support import truth
-from tests.support import make_account, make_site
+from tests.support import make_account, make_site, truth
 
 WINDOW = {"start_date": "2026-03-27", "end_date": "2026-03-30", "time_zone": "Europe/Paris"}
 FILTERS = json.dumps([{"parameter": "pathname", "type": "equals", "value": ["/pricing"]}])
