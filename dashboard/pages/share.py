@@ -171,7 +171,7 @@ def _channels(api: Any, view: ViewState) -> Any:
 
 
 def _errors(api: Any, view: ViewState) -> tuple[Any, list[str]]:
-    from dashboard.components import errors as error_ui
+    from dashboard.components import js_errors as error_ui
 
     groups = session.cached_call(api, "error_names", view.site_id, view.query(), page=1, limit=ERROR_GROUPS)
     if not groups:

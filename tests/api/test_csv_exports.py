@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pandas as pd
 
 from dashboard.components.common import csv_download, neutralise_formulas
-from dashboard.components.errors import error_groups_frame
+from dashboard.components.js_errors import error_groups_frame
 
 ATTACKS = [
     "=cmd|' /C calc'!A0",

@@ -15,8 +15,8 @@ from dash import dcc
 from api_backend.store.events import rows_to_table
 from api_client import AuthenticationError, NotFoundError
 from dashboard import ids, prefill, session
-from dashboard.components import errors as error_ui
 from dashboard.components import frame
+from dashboard.components import js_errors as error_ui
 from dashboard.state import ViewState, today_in
 from tests.support import make_account, make_site
 from tests.support.dashboard_data import load_demo

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from api_client.models import ErrorBucket, ErrorEvent, ErrorName
-from dashboard.components import errors as comp
+from dashboard.components import js_errors as comp
 
 
 def group(value="TypeError: x is undefined", name="TypeError", count=12, sessions=5, percentage=60.0):

@@ -15,7 +15,7 @@ from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, 
 from dash.exceptions import PreventUpdate
 
 from dashboard import ids, prefill, session
-from dashboard.components import errors as comp
+from dashboard.components import js_errors as comp
 from dashboard.components.common import (
     alert,
     card,
