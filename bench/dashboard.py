@@ -129,16 +129,10 @@ def open_error_groups(driver: Any, url: str, clicks: int = 8) -> list[float]:
     return times
 
 
-def _page_exists(path: str) -> bool:
-    from dashboard.app import PAGES_FOLDER
-
-    return (PAGES_FOLDER / (path.strip("/") + ".py")).exists()
-
-
 def run_dashboard(
     server: ServerProcess, account: BenchAccount, *, runs: int = 5, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
-    """Time each dashboard page ``runs`` times in both modes; a page not in the dashboard yet is reported as such."""
+    """Time each dashboard page ``runs`` times in both modes."""
     out: dict[str, Any] = {
         "method": (
             "Headless Chromium (Debian) driven by Selenium against `sitelens serve` (dashboard and API in one "
@@ -168,9 +162,6 @@ def run_dashboard(
             return f"{server.base_url}{path}?site={account.site_id}&start_date={start}&end_date={end}&time_zone=UTC"
 
         for name, (path, _selector) in PAGES.items():
-            if not _page_exists(path):
-                out["notes"].append(f"the {name} page (`{path}`) is not in the dashboard yet: not measured")
-                continue
             url = cold_url(path)
             first: list[float] = []
             cached: list[float] = []
