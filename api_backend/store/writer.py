@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 
@@ -38,7 +38,7 @@ __all__ = ["BatchWriter", "VisibleEventStore", "WriterClosedError"]
 
 log = logging.getLogger(__name__)
 
-Rows = pa.Table | Sequence[Mapping[str, Any]]
+Rows: TypeAlias = pa.Table | Sequence[Mapping[str, Any]]
 
 
 class WriterClosedError(RuntimeError):
@@ -357,7 +357,7 @@ class VisibleEventStore:
     def count(self, site_id: int | None = None) -> int:
         """Number of stored events (of one site, or all), acknowledged ones included."""
         self._writer.wait_visible()
-        return self._store.count(site_id)  # type: ignore[attr-defined]
+        return self._store.count(site_id)
 
     def close(self) -> None:
         """Close the underlying store (after the writer has stopped)."""
