@@ -37,11 +37,14 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/sitelens serve
 
+# The suite runs in TEST_WORKERS processes, a test file per process at a time (browser tests mostly wait on Chromium,
+# so three share two cores well); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
 test: $(STAMP) browser postgres
 	$(BIN)/ruff check api_backend api_client dashboard sitelens tests bench
 	$(BIN)/mypy
 	if pg_isready -q -h 127.0.0.1 2>/dev/null; then export TEST_POSTGRES_URL="$(PG_TEST_URL)"; fi; \
-		$(BIN)/python -m pytest -q
+		$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=20
 
 # Schemathesis, every phase and check, against the app served on loopback with a seeded site (a short run is
 # part of `make test`). FUZZ_EXAMPLES sets the examples per operation.
