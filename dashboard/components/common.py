@@ -25,12 +25,16 @@ __all__ = [
     "data_table",
     "empty_state",
     "error_view",
+    "failure_figure",
+    "failure_message",
+    "failure_note",
     "format_change",
     "format_duration",
     "format_number",
     "format_percent",
     "neutralise_formulas",
     "invalid_link",
+    "sign_in_again",
     "site_not_found",
     "loading",
     "page_header",
@@ -191,14 +195,20 @@ def loading(children: Any, id: str | dict) -> dcc.Loading:  # noqa: A002 - Dash'
     )
 
 
-def redirect(href: str, message: str = "Redirecting…", *, clear_auth: bool = False) -> html.Div:
+def redirect(
+    href: str, message: str = "Redirecting…", *, clear_auth: bool = False, come_back: bool = False
+) -> html.Div:
     """A marker that sends the browser to ``href`` as soon as it is shown (``assets/sitelens.js`` acts on it).
 
-    With ``clear_auth`` the tab's sign-in token is forgotten first (an expired or revoked credential).
+    With ``clear_auth`` the tab's sign-in token is forgotten first (an expired or revoked credential). With
+    ``come_back`` the browser adds ``next=<the page it is on, with its query>`` to ``href``: a callback does not know
+    which page asked for it, the browser does.
     """
     attributes = {"data-href": href}
     if clear_auth:
         attributes["data-clear-auth"] = "1"
+    if come_back:
+        attributes["data-come-back"] = "1"
     return html.Div(
         html.A(message, href=href),
         className="redirect",
@@ -225,12 +235,7 @@ def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool 
     if shared and isinstance(exc, (AuthenticationError, ForbiddenError, NotFoundError)):
         return invalid_link()
     if isinstance(exc, AuthenticationError):
-        return html.Div(
-            [
-                alert("Your session has ended. Please sign in again.", "warning"),
-                redirect(sign_in_href or app_href("/login?reason=expired"), "Sign in again", clear_auth=True),
-            ]
-        )
+        return html.Div([alert(EXPIRED_MESSAGE, "warning"), sign_in_again(sign_in_href)])
     if isinstance(exc, APIConnectionError):
         return alert(
             "The dashboard cannot reach the API right now. Check that the sitelens server is running, then reload.",
@@ -249,6 +254,77 @@ def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool 
     if isinstance(exc, APIError):
         return alert(exc.message, title="The request failed")
     return alert("Something went wrong while loading this part of the page.", title="Unexpected error")
+
+
+EXPIRED_MESSAGE = "Your session has ended. Please sign in again."
+
+
+def sign_in_again(href: str | None = None) -> html.Div:
+    """The marker that forgets an expired credential and opens sign-in, which comes back to this page afterwards."""
+    if href:
+        return redirect(href, "Sign in again", clear_auth=True)
+    return redirect(app_href("/login?reason=expired"), "Sign in again", clear_auth=True, come_back=True)
+
+
+def failure_message(exc: Exception) -> str:
+    """One short sentence for a failed API call, for small places (beside a button, inside a chart)."""
+    from api_client import (
+        APIConnectionError,
+        APIError,
+        AuthenticationError,
+        ForbiddenError,
+        NotFoundError,
+        ServerError,
+        ValidationError,
+    )
+
+    if isinstance(exc, AuthenticationError):
+        return EXPIRED_MESSAGE
+    if isinstance(exc, APIConnectionError):
+        return "Cannot reach the API. Check that the sitelens server is running, then try again."
+    if isinstance(exc, ForbiddenError):
+        return "Your role on this site does not allow this."
+    if isinstance(exc, NotFoundError):
+        return "Not found: it may have been deleted, or you have no access to it."
+    if isinstance(exc, ServerError):
+        ref = f" (reference {exc.request_id})" if exc.request_id else ""
+        return f"The server failed to answer{ref}. Try again in a moment."
+    if isinstance(exc, ValidationError | APIError):
+        return f"The API refused this request: {exc.message}"
+    return "Something went wrong. Try again in a moment."
+
+
+def failure_note(exc: Exception) -> html.P:
+    """A one-line failure beside the control that asked (a CSV button); an ended sign-in also opens sign-in."""
+    from api_client import AuthenticationError
+
+    children: list[Any] = [failure_message(exc)]
+    if isinstance(exc, AuthenticationError):
+        children.append(sign_in_again())
+    return html.P(children, className="field-error failure-note", role="alert")
+
+
+def failure_figure(exc: Exception) -> dict[str, Any]:
+    """An empty chart that says why it is empty (a chart callback's answer when its call failed)."""
+    return {
+        "data": [],
+        "layout": {
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "annotations": [
+                {
+                    "text": failure_message(exc),
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 0.5,
+                    "showarrow": False,
+                    "font": {"size": 14, "color": "#8f231d"},
+                }
+            ],
+            "margin": {"l": 8, "r": 8, "t": 8, "b": 8},
+        },
+    }
 
 
 def site_not_found() -> html.Div:
@@ -370,11 +446,19 @@ def data_table(
     )
 
 
-def csv_button(id: str, download_id: str | None = None, label: str = "Download CSV") -> html.Div:  # noqa: A002
-    """A download button (and its ``dcc.Download`` when ``download_id`` is given) for a page's table."""
+def csv_button(
+    id: str,  # noqa: A002 - Dash's name for it
+    download_id: str | None = None,
+    label: str = "Download CSV",
+    status_id: str | None = None,
+) -> html.Div:
+    """A download button (and its ``dcc.Download`` when ``download_id`` is given) for a page's table; a failed
+    download says why in the ``status_id`` element beside it."""
     children: list[Any] = [html.Button(["⤓ ", label], id=id, className="button button-secondary", n_clicks=0)]
     if download_id:
         children.append(dcc.Download(id=download_id))
+    if status_id:
+        children.append(html.Div(id=status_id, className="status", role="status"))
     return html.Div(children, className="csv-button")
 
 

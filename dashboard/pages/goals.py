@@ -24,6 +24,8 @@ from dashboard.components.common import (
     value_of,
 )
 from dashboard.components.frame import analytics_frame, page_gate
+from dashboard.components.pager import SMALL_LINKS, link_pager
+from dashboard.loads import downloaded
 from dashboard.state import ViewState
 
 dash.register_page(
@@ -126,7 +128,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
                 "Goals",
                 "Sessions that reached each goal in the chosen range.",
                 actions=[
-                    csv_button(ids.GOALS_CSV, ids.GOALS_CSV_DOWNLOAD),
+                    csv_button(ids.GOALS_CSV, ids.GOALS_CSV_DOWNLOAD, status_id=ids.GOALS_CSV_STATUS),
                     html.Button("+ New goal", id=ids.GOALS_NEW, n_clicks=0, className="button button-primary"),
                 ],
             ),
@@ -175,10 +177,11 @@ def _page_body(view: ViewState, result: Any) -> tuple[Any, list[dict]]:
             )
         return body, []
     table = goal_ui.goals_table(result.data, lambda goal_id: sessions_href(view, goal_id))
-    pages = goal_ui.pager(
+    pages = link_pager(
         result.meta.page,
         result.meta.total_pages,
         lambda page: dash.get_relative_path("/goals") + view.to_search(page=page),
+        link_class=SMALL_LINKS,
     )
     count = result.meta.total
     summary = html.Div(f"{count} goal" + ("" if count == 1 else "s"), className="muted table-count")
@@ -516,20 +519,19 @@ def confirm_delete(yes: int, no: int, goal_id: int | None, refresh: int, view_da
 
 @callback(
     Output(ids.GOALS_CSV_DOWNLOAD, "data"),
+    Output(ids.GOALS_CSV_STATUS, "children"),
     Input(ids.GOALS_CSV, "n_clicks"),
     State(ids.VIEW, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
-def download_goals(clicks: int, view_data: dict | None, auth: dict | None) -> Any:
+def download_goals(clicks: int, view_data: dict | None, auth: dict | None) -> tuple[Any, Any]:
     """Every goal (all pages) with its numbers for the view, as CSV."""
     if not clicks:
         raise PreventUpdate
-    from api_client import APIError
-
     view = ViewState.from_dict(view_data)
-    try:
-        goals = session.all_goals(session.api_for(auth), view)
-    except APIError:
-        raise PreventUpdate from None
-    return csv_download(goal_ui.goals_frame(goals), f"goals-site{view.site_id}-{view.start_date}-{view.end_date}")
+    name = f"goals-site{view.site_id}-{view.start_date}-{view.end_date}"
+    return downloaded(
+        lambda: session.all_goals(session.api_for(auth), view),
+        lambda goals: csv_download(goal_ui.goals_frame(goals), name),
+    )
