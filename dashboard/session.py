@@ -212,7 +212,8 @@ def _verify(state: DashboardState, api: Any, method_name: str, args: tuple[Any, 
         api.site(args[0])
     else:
         return
-    state.cache.set(marker, True, timeout=state.settings.verify_seconds)
+    if state.settings.verify_seconds > 0:  # 0: ask every time (a cache timeout of 0 would mean "forever")
+        state.cache.set(marker, True, timeout=state.settings.verify_seconds)
 
 
 def cached_call(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) -> Any:

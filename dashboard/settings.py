@@ -26,7 +26,7 @@ class DashboardSettings:
 
     ``api_url`` is the API root (``http(s)://host/api``). ``cache_config`` is merged over ``DEFAULT_CACHE_CONFIG``
     (``{"CACHE_TYPE": "NullCache"}`` turns caching off). A credential that answered is trusted for
-    ``verify_seconds`` before a cached answer is served again without asking the API.
+    ``verify_seconds`` before a cached answer is served again without asking the API (0: check on every cached answer).
     """
 
     api_url: str

@@ -26,6 +26,7 @@ __all__ = [
     "filter_chips",
     "filter_label",
     "login_href",
+    "safe_next",
     "suggestion_options",
     "page_gate",
     "nav_links",
@@ -476,6 +477,20 @@ def login_href(path: str, search: str = "", reason: str | None = None) -> str:
     if reason:
         params["reason"] = reason
     return "/login?" + urlencode(params)
+
+
+def safe_next(raw: Any) -> str:
+    """Where to go after sign-in: a relative path on this site only, else the site list.
+
+    Refused: absolute URLs (``https://evil``), scheme-relative ones (``//evil``), backslashes (``/\\evil``, which
+    browsers read as ``//evil``) and control characters (browsers drop tabs and newlines, so ``/<tab>/evil`` would
+    become ``//evil``).
+    """
+    if not isinstance(raw, str) or not raw.startswith("/") or raw.startswith("//") or "\\" in raw:
+        return "/sites"
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in raw):
+        return "/sites"
+    return raw
 
 
 def page_gate(

@@ -10,6 +10,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components.common import alert
+from dashboard.components.frame import safe_next
 
 dash.register_page(__name__, path="/login", title="Sign in · sitelens", order=100)
 
@@ -17,13 +18,6 @@ REASONS = {
     "expired": ("Your session has ended. Please sign in again.", "warning"),
     "signed_out": ("You are signed out.", "info"),
 }
-
-
-def safe_next(raw: Any) -> str:
-    """Where to go after sign-in: a path on this site only (never another origin)."""
-    if isinstance(raw, str) and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw:
-        return raw
-    return "/sites"
 
 
 def layout(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from tests.support import PASSWORD, wait_until
 
@@ -86,3 +87,26 @@ def settled(dash_duo, at_least: int = 0, timeout: float = 15) -> int:
         )
         or 0
     )
+
+
+def run_callback(server: Any, outputs: list[tuple[str, str]], inputs: list[tuple[str, str, Any]], state=()) -> dict:
+    """Run one dashboard callback the way the browser asks for it (POST ``/_dash-update-component``) through the
+    Flask test client of ``server``: no browser, no port. Returns ``{component id: {property: value}}`` of the
+    outputs that changed (an output left as it was is missing)."""
+    output = "...".join(f"{component}.{prop}" for component, prop in outputs)
+    payload = {
+        "output": f"..{output}.." if len(outputs) > 1 else output,
+        "outputs": [{"id": c, "property": p} for c, p in outputs]
+        if len(outputs) > 1
+        else {"id": outputs[0][0], "property": outputs[0][1]},
+        "inputs": [{"id": c, "property": p, "value": v} for c, p, v in inputs],
+        "state": [{"id": c, "property": p, "value": v} for c, p, v in state],
+        "changedPropIds": [f"{c}.{p}" for c, p, _ in inputs],
+    }
+    client = server.test_client()
+    client.get("/")  # Dash registers the page callbacks on its first request
+    response = client.post("/_dash-update-component", json=payload)
+    if response.status_code == 204:  # PreventUpdate
+        return {}
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()["response"]
