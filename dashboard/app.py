@@ -62,7 +62,7 @@ def _filter_values(raw: str | None, kind: str) -> list[Any]:
     """Comma-separated values as the API wants them (numbers for numeric comparisons)."""
     values = [part.strip() for part in (raw or "").split(",") if part.strip()]
     if kind in _COMPARISON_TYPES:
-        numbers = []
+        numbers: list[Any] = []
         for part in values:
             try:
                 numbers.append(int(part) if part.lstrip("-").isdigit() else float(part))
@@ -264,6 +264,8 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
             changes["start_date"], changes["end_date"] = preset_range(preset, today_in(view.time_zone))
         elif trigger in (ids.DATE_BACK, ids.DATE_FORWARD):
             steps = -1 if trigger == ids.DATE_BACK else 1
+            if view.start_date is None or view.end_date is None:
+                raise PreventUpdate
             changes["start_date"], changes["end_date"] = shift_range(view.start_date, view.end_date, steps)
         elif trigger == ids.DATE_RANGE:
             from datetime import date
@@ -376,7 +378,7 @@ def _overview(view: ViewState, auth: dict | None) -> Any:
     from concurrent.futures import ThreadPoolExecutor
 
     api = session.api_for(auth)
-    server = flask.current_app._get_current_object()  # type: ignore[attr-defined]
+    server = session.current_state().server
 
     def fetch(period: ViewState) -> Any:
         with server.app_context():
@@ -419,9 +421,11 @@ def create_dashboard(
     the API is reached: tests pass the API app in-process (``fastapi.testclient.TestClient``), no port needed. The
     dashboard's state (answer cache, base client) lives on its Flask ``server``.
     """
+    # Dash types ``server`` as a bool or a callable and ``update_title`` as str, but documents a Flask app and None
+    # (keep the title while callbacks run) for them.
+    extra: dict[str, Any] = {"server": server if server is not None else True, "update_title": None}
     app = dash.Dash(
         "dashboard",
-        server=server if server is not None else True,
         use_pages=True,
         pages_folder=str(PAGES_FOLDER),
         assets_folder=str(ASSETS_FOLDER),
@@ -433,9 +437,9 @@ def create_dashboard(
         },
         suppress_callback_exceptions=True,
         title="sitelens",
-        update_title=None,
         serve_locally=True,
         meta_tags=[{"name": "viewport", "content": "width=device-width, initial-scale=1"}],
+        **extra,
     )
     app.layout = _shell
     session.bind_server(app.server, settings, api=api, transport=transport)

@@ -91,6 +91,7 @@ class DashboardState:
 
     def __init__(
         self,
+        server: flask.Flask,
         settings: DashboardSettings,
         *,
         api: AnalyticsAPI | None = None,
@@ -99,6 +100,8 @@ class DashboardState:
         if api is not None and transport is not None:
             raise ValueError("pass either api= or transport=, not both")
         self.settings = settings
+        # The Flask server this state belongs to: work handed to other threads enters its app context.
+        self.server = server
         self.cache = Cache()
         self.lock = threading.Lock()
         # Calls running right now, by cache key: a second request for the same answer waits for the first one.
@@ -134,7 +137,7 @@ def bind_server(
     transport: httpx.BaseTransport | None = None,
 ) -> DashboardState:
     """Attach a new ``DashboardState`` (settings, answer cache, base client) to the Dash app's Flask ``server``."""
-    state = DashboardState(settings, api=api, transport=transport)
+    state = DashboardState(server, settings, api=api, transport=transport)
     state.cache.init_app(server, config=settings.cache())
     server.extensions[EXTENSION] = state
     return state
@@ -166,8 +169,8 @@ def api_for(auth: Mapping[str, Any] | None, share: Mapping[str, Any] | None = No
 def shared_api(share: Mapping[str, Any] | None, site_id: int | str | None) -> AnalyticsAPI:
     """The client of a shared view of ``site_id``: the link's key when the tab holds one for that site, else no
     credential at all (enough for a public site). Never a sign-in token, and never another site's key."""
-    matches = bool(share and share.get("privateKey") and str(share.get("siteId")) == str(site_id))
-    return current_state().base_api.with_credentials(private_key=share["privateKey"] if matches else None)
+    key = share.get("privateKey") if share and str(share.get("siteId")) == str(site_id) else None
+    return current_state().base_api.with_credentials(private_key=key or None)
 
 
 def credential_of(api: Any) -> str:

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, TypeGuard
 
 import dash
 import pandas as pd
-from dash import dash_table, dcc, html
+from dash import dcc, html
+from dash.dash_table.DataTable import DataTable
 
 __all__ = [
     "alert",
     "value_of",
     "app_href",
+    "attrs",
     "card",
     "channel_label",
     "csv_button",
@@ -44,6 +46,12 @@ __all__ = [
 ALERT_KINDS = ("error", "warning", "info", "success")
 
 
+def attrs(values: Mapping[str, Any]) -> dict[str, Any]:
+    """HTML attributes whose names are not Python names (``aria-label``, ``data-index``) for ``**`` into a component;
+    Dash's typed signatures then accept them as the extra keyword arguments they are."""
+    return dict(values)
+
+
 def value_of(item: Any, key: str, default: Any = None) -> Any:
     """``item[key]`` for a mapping, else ``item.key``: pages get API models, tests and caches plain dicts."""
     if isinstance(item, Mapping):
@@ -62,7 +70,7 @@ def app_href(path: str) -> str:
 
 
 # --- formats ------------------------------------------------------------------------------------------------------
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float | int]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -125,7 +133,7 @@ def channel_label(value: str | None) -> str:
 # --- layout pieces ------------------------------------------------------------------------------------------------
 def page_header(title: str, subtitle: str | None = None, actions: Any = None) -> html.Div:
     """The title row of a page, with an optional subtitle and actions (buttons) on the right."""
-    text = [html.H1(title, className="page-title")]
+    text: list[Any] = [html.H1(title, className="page-title")]
     if subtitle:
         text.append(html.P(subtitle, className="page-subtitle"))
     children: list[Any] = [html.Div(text, className="page-header-text")]
@@ -174,7 +182,7 @@ def alert(message: Any, kind: str = "error", title: str | None = None) -> html.D
 
 def empty_state(title: str, hint: str | None = None, action: Any = None) -> html.Div:
     """What a page shows when there is nothing to list: what is missing and what to do about it."""
-    children: list[Any] = [html.Div("∅", className="empty-icon", **{"aria-hidden": "true"}), html.H3(title)]
+    children: list[Any] = [html.Div("∅", className="empty-icon", **attrs({"aria-hidden": "true"})), html.H3(title)]
     if hint:
         children.append(html.P(hint, className="empty-hint"))
     if action is not None:
@@ -204,7 +212,7 @@ def redirect(
     ``come_back`` the browser adds ``next=<the page it is on, with its query>`` to ``href``: a callback does not know
     which page asked for it, the browser does.
     """
-    attributes = {"data-href": href}
+    attributes: dict[str, Any] = {"data-href": href}
     if clear_auth:
         attributes["data-clear-auth"] = "1"
     if come_back:
@@ -355,7 +363,7 @@ def invalid_link(*, missing_key: bool = False) -> html.Div:
         hint = "The site's owner may have revoked it or replaced it with a new one. Ask them for a current link."
     return html.Div(
         [
-            html.Div("⚠", className="empty-icon", **{"aria-hidden": "true"}),
+            html.Div("⚠", className="empty-icon", **attrs({"aria-hidden": "true"})),
             html.H3(title),
             html.P(hint, className="empty-hint"),
         ],
@@ -386,17 +394,17 @@ def data_table(
     columns: Sequence[ColumnSpec] | None = None,
     *,
     page_size: int | None = None,
-    sort_action: str = "none",
+    sort_action: Literal["custom", "native", "none"] = "none",
     markdown: Iterable[str] = (),
     style_data_conditional: list[dict[str, Any]] | None = None,
     nowrap: Iterable[str] = (),
-) -> dash_table.DataTable:
+) -> DataTable:
     """A plain, readable table of ``df``: numeric columns right-aligned with tabular digits, text left.
 
     ``columns`` are ids, ``(id, title)`` pairs or full DataTable column dicts; ``markdown`` names columns that hold
     markdown links (rendered as links, never as HTML); ``nowrap`` names columns kept on one line (times, codes).
     """
-    specs = [_column(c, df) for c in (columns or list(df.columns))]
+    specs: list[Any] = [_column(c, df) for c in (columns or list(df.columns))]
     link_columns = set(markdown)
     for col in specs:
         if col["id"] in link_columns:
@@ -408,7 +416,7 @@ def data_table(
         kwargs.update(page_size=page_size, page_action="native")
     else:
         kwargs.update(page_action="none")
-    return dash_table.DataTable(
+    return DataTable(
         id=id,
         data=records,
         columns=specs,

@@ -14,7 +14,7 @@ from typing import Any
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.common import app_href, format_change, format_duration, format_number, format_percent
+from dashboard.components.common import app_href, attrs, format_change, format_duration, format_number, format_percent
 from dashboard.state import PRESETS, ViewState, today_in
 
 __all__ = [
@@ -314,7 +314,7 @@ def filter_chips(filters: Sequence[Mapping[str, Any]]) -> html.Div:
                     n_clicks=0,
                     className="chip-remove",
                     title="Remove this filter",
-                    **{"aria-label": f"Remove filter {filter_label(spec)}"},
+                    **attrs({"aria-label": f"Remove filter {filter_label(spec)}"}),
                 ),
             ],
             className="chip",
@@ -388,6 +388,7 @@ def overview_strip(current: Any, previous: Any = None) -> html.Div:
 
     # A percentage needs a fair base: none while the numbers load, and a plain sentence instead when the previous
     # period has no sessions or too few to compare with (a site or a demo that only just started tracking).
+    unfair: str | None
     if current is None:
         unfair = ""
     else:
@@ -460,7 +461,7 @@ def overview_block(body_id: str, body: Any = None, *, block_id: str | None = Non
             overlay_style={"visibility": "visible", "opacity": 0.45},
         ),
         className="overview",
-        **({"id": block_id} if block_id else {}),
+        **attrs({"id": block_id} if block_id else {}),
     )
 
 

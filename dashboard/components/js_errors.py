@@ -16,6 +16,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import dcc, html
 
+from dashboard.components.common import attrs
+
 __all__ = [
     "BUCKET_MINUTES",
     "ERROR_BUCKETS",
@@ -135,7 +137,7 @@ def sparkline(buckets: Sequence[Any], time_zone: str | None, *, label: str = "")
                 title=f"{stamp}: {_count(count)}",
             )
         )
-    return html.Div(bars, className="sparkline", role="img", **{"aria-label": label or "trend"})
+    return html.Div(bars, className="sparkline", role="img", **attrs({"aria-label": label or "trend"}))
 
 
 def group_sparkline(trend: Sequence[Any], time_zone: str | None, error_name: str | None = None) -> html.Div:
@@ -190,7 +192,7 @@ def error_group_row(
         id=row_id,
         n_clicks=0,
         className="error-group" + (" error-group-selected" if selected else ""),
-        **{"data-index": str(index)},
+        **attrs({"data-index": str(index)}),
     )
 
 

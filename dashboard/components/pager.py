@@ -18,6 +18,8 @@ from typing import Any
 
 from dash import dcc, html
 
+from dashboard.components.common import attrs
+
 __all__ = ["LINK_CLASS", "SMALL_LINKS", "button_pager", "link_pager", "page_label", "total_pages"]
 
 LINK_CLASS = "button button-ghost"
@@ -60,12 +62,12 @@ def link_pager(
     previous: Any = (
         dcc.Link("‹ Previous", href=href(back_to), className=f"{link_class} pager-prev")
         if page > 1
-        else html.Span("‹ Previous", className=f"{link_class} pager-prev disabled", **{"aria-disabled": "true"})
+        else html.Span("‹ Previous", className=f"{link_class} pager-prev disabled", **attrs({"aria-disabled": "true"}))
     )
     following: Any = (
         dcc.Link("Next ›", href=href(page + 1), className=f"{link_class} pager-next")
         if more
-        else html.Span("Next ›", className=f"{link_class} pager-next disabled", **{"aria-disabled": "true"})
+        else html.Span("Next ›", className=f"{link_class} pager-next disabled", **attrs({"aria-disabled": "true"}))
     )
     parts: list[Any] = [_count(total, noun)] if total is not None else []
     parts += [previous, html.Span(page_label(page, pages), className="pager-label"), following]

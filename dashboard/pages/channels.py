@@ -43,7 +43,7 @@ def ranking_body(api: Any, view: ViewState, goals_href: str) -> tuple[Any, list[
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """The ranking of the URL's goal (or the first goal)."""
     view, gate = page_gate(auth, browser_zone, "/channels", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     missing = session.site_gate(auth, view)
     if missing is not None:

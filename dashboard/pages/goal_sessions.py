@@ -31,7 +31,7 @@ PAGE_SIZE = 25
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """The converted sessions of the URL's goal."""
     view, gate = page_gate(auth, browser_zone, "/goal-sessions", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     missing = session.site_gate(auth, view)
     if missing is not None:

@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import dash
-import flask
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 
@@ -54,7 +53,7 @@ TREND_WORKERS = 4
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """The frame, the error groups and (when a group is chosen) its chart and occurrences."""
     view, gate = page_gate(auth, browser_zone, "/errors", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     missing = session.site_gate(auth, view)
     if missing is not None:
@@ -152,7 +151,7 @@ def _groups_body(site: Any, view: ViewState, result: ErrorNamePage) -> tuple[Any
 
 def _trends(api: Any, view: ViewState, messages: list[str], bucket: str) -> list[Any]:
     """One bucketed series per group, fetched side by side (each is a separate query on the server)."""
-    app = flask.current_app._get_current_object()
+    app = session.current_state().server
 
     def fetch(message: str) -> Any:
         with app.app_context():

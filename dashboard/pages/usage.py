@@ -38,7 +38,7 @@ def _usage_query(view: ViewState) -> Any:
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """Organization picker, date controls, totals and the stacked daily chart."""
     view, gate = page_gate(auth, browser_zone, "/usage", query, need_site=False)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     missing = session.site_gate(auth, view)
     if missing is not None:
