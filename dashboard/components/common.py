@@ -28,6 +28,7 @@ __all__ = [
     "empty_state",
     "error_view",
     "failure_figure",
+    "failure_mark",
     "failure_message",
     "failure_note",
     "format_change",
@@ -310,6 +311,11 @@ def failure_note(exc: Exception) -> html.P:
     if isinstance(exc, AuthenticationError):
         children.append(sign_in_again())
     return html.P(children, className="field-error failure-note", role="alert")
+
+
+def failure_mark(exc: Exception, text: str = "unavailable") -> html.Span:
+    """For a slot too small for a sentence (a sparkline, a live count): a muted word, the reason on hover."""
+    return html.Span(text, title=failure_message(exc), className="muted failure-mark")
 
 
 def failure_figure(exc: Exception) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from dashboard.components.common import (
     csv_download,
     empty_state,
     error_view,
+    failure_mark,
     loading,
     page_header,
 )
@@ -220,8 +221,8 @@ def load_trends(messages: list | None, view_data: dict | None, auth: dict | None
     bucket = comp.trend_bucket(view.start_date, view.end_date)
     try:
         trends = _trends(session.api_for(auth), view, list(messages), bucket)
-    except APIError:
-        raise PreventUpdate from None  # the list and its numbers stay; only the small trends are missing
+    except APIError as exc:
+        return [failure_mark(exc) for _ in cells]  # the list and its numbers stay; each trend says it is missing
     return [comp.group_sparkline(trend, view.time_zone) for trend in trends]
 
 

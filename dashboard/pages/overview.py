@@ -11,7 +11,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import overview as ui
-from dashboard.components.common import card, error_view, loading, page_header
+from dashboard.components.common import card, error_view, failure_mark, loading, page_header
 from dashboard.components.frame import analytics_frame, page_gate
 from dashboard.loads import charted, shown
 from dashboard.state import ViewState
@@ -206,6 +206,6 @@ def refresh_live(_: int | None, view_data: dict | None, auth: dict | None) -> An
 
     try:
         live = session.api_for(auth).live(view.site_id, LIVE_MINUTES)
-    except APIError:
-        return ""
+    except APIError as exc:
+        return failure_mark(exc, "live count unavailable")
     return ui.live_badge(live)

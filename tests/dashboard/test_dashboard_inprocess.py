@@ -7,7 +7,7 @@ import csv
 import io
 from datetime import timedelta
 
-import flask
+import dash
 import pytest
 
 from api_client import AnalyticsAPI
@@ -28,9 +28,9 @@ def dashboard(client):
     return create_dashboard(DashboardSettings(api_url=API_URL), api=AnalyticsAPI(API_URL, client=client))
 
 
-def _goals_csv(server: flask.Flask, auth: dict, view: ViewState) -> dict:
+def _goals_csv(dashboard: dash.Dash, auth: dict, view: ViewState) -> dict:
     return run_callback(
-        server,
+        dashboard,
         [(ids.GOALS_CSV_DOWNLOAD, "data"), (ids.GOALS_CSV_STATUS, "children")],
         [(ids.GOALS_CSV, "n_clicks", 1)],
         [(ids.VIEW, "data", view.to_dict()), (ids.AUTH, "data", auth)],
@@ -56,7 +56,7 @@ def test_goals_csv_is_built_from_the_api_in_process(dashboard, services):
     today = today_in("UTC")
     view = ViewState(site_id=site.site_id, start_date=today - timedelta(days=29), end_date=today, time_zone="UTC")
 
-    answer = _goals_csv(dashboard.server, {"token": owner.api_key, "kind": "key"}, view)
+    answer = _goals_csv(dashboard, {"token": owner.api_key, "kind": "key"}, view)
 
     rows = list(csv.DictReader(io.StringIO(answer[ids.GOALS_CSV_DOWNLOAD]["data"]["content"])))
     # By hand (tests/support/dashboard_data.py): /pricing converts 4 of the 10 sessions of the last 30 days.
@@ -70,7 +70,7 @@ def test_a_failed_csv_download_says_why_beside_the_button(dashboard, services):
     today = today_in("UTC")
     view = ViewState(site_id=site.site_id, start_date=today, end_date=today, time_zone="UTC")
 
-    expired = _goals_csv(dashboard.server, {"token": "sl_no-longer-valid", "kind": "login"}, view)
+    expired = _goals_csv(dashboard, {"token": "sl_no-longer-valid", "kind": "login"}, view)
 
     assert ids.GOALS_CSV_DOWNLOAD not in expired  # no file...
     status = expired[ids.GOALS_CSV_STATUS]["children"]
@@ -80,7 +80,7 @@ def test_a_failed_csv_download_says_why_beside_the_button(dashboard, services):
     assert marker["data-href"].startswith("/login?reason=expired")
 
     stranger = make_account(services, "stranger@example.com")
-    refused = _goals_csv(dashboard.server, {"token": stranger.api_key, "kind": "key"}, view)
+    refused = _goals_csv(dashboard, {"token": stranger.api_key, "kind": "key"}, view)
     assert ids.GOALS_CSV_DOWNLOAD not in refused
     assert "Not found" in _text(refused[ids.GOALS_CSV_STATUS]["children"])  # another person's site
 
@@ -90,7 +90,7 @@ def test_a_chart_whose_call_fails_says_so_in_the_chart(dashboard, services):
     today = today_in("UTC")
     view = ViewState(site_id=987654, start_date=today, end_date=today, time_zone="UTC")
     answer = run_callback(
-        dashboard.server,
+        dashboard,
         [(ids.OVERVIEW_CHART, "figure")],
         [(ids.VIEW, "data", view.to_dict()), (ids.OVERVIEW_METRIC, "value", "users")],
         [(ids.AUTH, "data", {"token": owner.api_key, "kind": "key"})],
@@ -143,3 +143,34 @@ def test_settings_are_checked_and_a_transport_reaches_the_api(app, services):
     assert org.name == "Org of shop.example.com"
     with pytest.raises(ValueError, match="either"):
         create_dashboard(DashboardSettings(api_url=API_URL), api=AnalyticsAPI(API_URL), transport=transport)
+
+
+def test_live_counts_that_fail_say_so_instead_of_vanishing(dashboard, services):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    today = today_in("UTC")
+    view = ViewState(site_id=site.site_id, start_date=today, end_date=today, time_zone="UTC")
+
+    def live(auth: dict) -> dict:
+        return run_callback(
+            dashboard,
+            [(ids.OVERVIEW_LIVE, "children")],
+            [(ids.OVERVIEW_LIVE_TICK, "n_intervals", 1)],
+            [(ids.VIEW, "data", view.to_dict()), (ids.AUTH, "data", auth)],
+        )[ids.OVERVIEW_LIVE]["children"]
+
+    assert "visitors in the last" in _text(live({"token": owner.api_key}))
+    failed = live({"token": "sl_no-longer-valid"})
+    assert _text(failed) == "live count unavailable"
+    assert failed["props"]["title"] == "Your session has ended. Please sign in again."
+
+    # The new-site check keeps asking while the API fails, and says why nothing arrives.
+    status = run_callback(
+        dashboard,
+        [(ids.SITES_NEW_STATUS, "children"), (ids.SITES_NEW_TICK, "disabled")],
+        [(ids.SITES_NEW_TICK, "n_intervals", 3)],
+        [(ids.SITES_NEW_ID, "data", site.site_id), (ids.AUTH, "data", {"token": "sl_no-longer-valid"})],
+    )
+    assert ids.SITES_NEW_TICK not in status
+    assert "Waiting for the first page view" in _text(status[ids.SITES_NEW_STATUS]["children"])
+    assert "session has ended" in _text(status[ids.SITES_NEW_STATUS]["children"])
