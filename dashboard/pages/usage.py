@@ -16,7 +16,7 @@ from dashboard import ids, session
 from dashboard.components import usage as comp
 from dashboard.components.common import card, csv_button, csv_download, empty_state, error_view, loading, page_header
 from dashboard.components.frame import analytics_frame, page_gate
-from dashboard.loads import downloaded
+from dashboard.loads import downloaded, shown
 from dashboard.state import ViewState
 
 dash.register_page(
@@ -92,12 +92,13 @@ def load_usage(view_data: dict | None, auth: dict | None) -> Any:
     view = ViewState.from_dict(view_data)
     if not view.org:
         raise PreventUpdate
-    from api_client import APIError
+    return shown(
+        lambda: session.cached_call(session.api_for(auth), "org_usage", view.org, _usage_query(view)), _usage_body
+    )
 
-    try:
-        rows = session.cached_call(session.api_for(auth), "org_usage", view.org, _usage_query(view))
-    except APIError as exc:
-        return error_view(exc)
+
+def _usage_body(rows: Any) -> list[Any]:
+    """The totals card and the daily chart of the usage rows."""
     frame = comp.usage_frame(rows)
     totals = comp.usage_totals(frame)
     tiles = comp.usage_totals_grid(totals, item_id=lambda field: f"{ids.USAGE_TOTAL_PREFIX}-{field}")
