@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal, NamedTuple, TypeGuard
 
 import dash
 import pandas as pd
@@ -26,6 +26,8 @@ __all__ = [
     "csv_download",
     "data_table",
     "empty_state",
+    "Failure",
+    "describe_failure",
     "error_view",
     "failure_figure",
     "failure_mark",
@@ -225,12 +227,18 @@ def redirect(
     )
 
 
-def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool = False) -> html.Div:
-    """How a page reports a failed API call: an alert, never a traceback.
+class Failure(NamedTuple):
+    """How a failed API call is told: a title, a sentence, the alert kind, and whether the sentence names the problem
+    on its own (else a short place shows ``title. sentence``)."""
 
-    An expired or revoked credential sends the person to sign-in (with a message there); in a private-link view
-    (``shared``) it means the link is no longer valid. A connection failure says the API cannot be reached.
-    """
+    title: str
+    message: str
+    kind: str = "error"
+    self_explaining: bool = False
+
+
+def describe_failure(exc: Exception) -> Failure:
+    """The one wording of every API failure, used by the full view (``error_view``) and the short forms."""
     from api_client import (
         APIConnectionError,
         APIError,
@@ -241,28 +249,44 @@ def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool 
         ValidationError,
     )
 
-    if shared and isinstance(exc, (AuthenticationError, ForbiddenError, NotFoundError)):
-        return invalid_link()
     if isinstance(exc, AuthenticationError):
-        return html.Div([alert(EXPIRED_MESSAGE, "warning"), sign_in_again(sign_in_href)])
+        return Failure("Signed out", EXPIRED_MESSAGE, "warning", self_explaining=True)
     if isinstance(exc, APIConnectionError):
-        return alert(
-            "The dashboard cannot reach the API right now. Check that the sitelens server is running, then reload.",
-            title="Cannot reach the API",
-        )
+        message = "The dashboard cannot reach the API right now. Check that the sitelens server is running, then retry."
+        return Failure("Cannot reach the API", message, self_explaining=True)
     if isinstance(exc, ForbiddenError):
-        return alert("Your role on this site does not allow this.", title="Not allowed")
+        return Failure("Not allowed", "Your role on this site does not allow this.", self_explaining=True)
     if isinstance(exc, NotFoundError):
-        return alert("It may have been deleted, or you have no access to it.", "warning", title="Not found")
+        return Failure("Not found", "It may have been deleted, or you have no access to it.", "warning")
     if isinstance(exc, ValidationError):
         details = "; ".join(f"{d.get('field')}: {d.get('message')}" for d in exc.details if d.get("field"))
-        return alert(details or exc.message, title="The API refused this request")
+        return Failure("The API refused this request", details or exc.message)
     if isinstance(exc, ServerError):
         ref = f" (reference {exc.request_id})" if exc.request_id else ""
-        return alert(f"The server failed to answer{ref}. Try again in a moment.", title="Server error")
+        return Failure(
+            "Server error", f"The server failed to answer{ref}. Try again in a moment.", self_explaining=True
+        )
     if isinstance(exc, APIError):
-        return alert(exc.message, title="The request failed")
-    return alert("Something went wrong while loading this part of the page.", title="Unexpected error")
+        return Failure("The request failed", exc.message)
+    return Failure(
+        "Unexpected error", "Something went wrong while loading this part of the page.", self_explaining=True
+    )
+
+
+def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool = False) -> html.Div:
+    """How a page reports a failed API call: an alert, never a traceback.
+
+    An expired or revoked credential sends the person to sign-in (with a message there); in a private-link view
+    (``shared``) it means the link is no longer valid. A connection failure says the API cannot be reached.
+    """
+    from api_client import AuthenticationError, ForbiddenError, NotFoundError
+
+    if shared and isinstance(exc, (AuthenticationError, ForbiddenError, NotFoundError)):
+        return invalid_link()
+    failure = describe_failure(exc)
+    if isinstance(exc, AuthenticationError):
+        return html.Div([alert(failure.message, failure.kind), sign_in_again(sign_in_href)])
+    return alert(failure.message, failure.kind, title=failure.title)
 
 
 EXPIRED_MESSAGE = "Your session has ended. Please sign in again."
@@ -277,30 +301,8 @@ def sign_in_again(href: str | None = None) -> html.Div:
 
 def failure_message(exc: Exception) -> str:
     """One short sentence for a failed API call, for small places (beside a button, inside a chart)."""
-    from api_client import (
-        APIConnectionError,
-        APIError,
-        AuthenticationError,
-        ForbiddenError,
-        NotFoundError,
-        ServerError,
-        ValidationError,
-    )
-
-    if isinstance(exc, AuthenticationError):
-        return EXPIRED_MESSAGE
-    if isinstance(exc, APIConnectionError):
-        return "Cannot reach the API. Check that the sitelens server is running, then try again."
-    if isinstance(exc, ForbiddenError):
-        return "Your role on this site does not allow this."
-    if isinstance(exc, NotFoundError):
-        return "Not found: it may have been deleted, or you have no access to it."
-    if isinstance(exc, ServerError):
-        ref = f" (reference {exc.request_id})" if exc.request_id else ""
-        return f"The server failed to answer{ref}. Try again in a moment."
-    if isinstance(exc, ValidationError | APIError):
-        return f"The API refused this request: {exc.message}"
-    return "Something went wrong. Try again in a moment."
+    failure = describe_failure(exc)
+    return failure.message if failure.self_explaining else f"{failure.title}. {failure.message}"
 
 
 def failure_note(exc: Exception) -> html.P:

@@ -38,7 +38,7 @@ def test_dash_failures001_csv_download_while_the_api_is_down_says_so(dash_duo, s
         assert dash_duo.find_element("#goals-csv-status").text == ""
     # The API is gone; the page is still open. A download now says why nothing arrives.
     click(dash_duo, "#goals-csv")
-    dash_duo.wait_for_contains_text("#goals-csv-status", "Cannot reach the API", timeout=15)
+    dash_duo.wait_for_contains_text("#goals-csv-status", "cannot reach the API", timeout=15)
     screenshots(dash_duo, output_dir, "failures-csv-api-down")
 
 
