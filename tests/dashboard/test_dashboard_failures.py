@@ -95,3 +95,24 @@ def test_dash_failures002_expired_sign_in_goes_to_login_and_back(dash_duo, servi
 )
 def test_sign_in_returns_only_to_relative_paths_of_this_site(raw, expected):
     assert safe_next(raw) == expected
+
+
+def test_no_callback_turns_an_api_failure_into_nothing():
+    """An ``except`` of an API error never just raises ``PreventUpdate`` (the page would silently do nothing)."""
+    import ast
+
+    from tests.support import REPO_ROOT
+
+    api_errors = {"APIError", "APIConnectionError", "AuthenticationError", "ForbiddenError", "NotFoundError"}
+    api_errors |= {"ServerError", "ValidationError", "ConflictError", "RateLimitError"}
+    silent = []
+    for path in sorted((REPO_ROOT / "dashboard").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ExceptHandler) or node.type is None:
+                continue
+            caught = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+            first = node.body[0]
+            raised = isinstance(first, ast.Raise) and "PreventUpdate" in ast.unparse(first.exc or first)
+            if caught & api_errors and raised:
+                silent.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
+    assert silent == []
