@@ -1,4 +1,4 @@
-"""``create_dashboard(api_url)``: the sitelens Dash app (pages, frame, callbacks); ``serve_dashboard`` runs it alone.
+"""``create_dashboard(settings)``: the sitelens Dash app (pages, frame, callbacks); ``serve_dashboard`` runs it alone.
 
 The dashboard talks to the API only through ``api_client``; nothing connects at import time. Pages live in
 ``dashboard/pages/`` (one module each, ``dash.register_page``); the frame (navbar, date range, zone, filters, overview
@@ -11,7 +11,7 @@ Every page layout receives, besides the URL query values, ``auth`` and ``share``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dash
 import flask
@@ -20,8 +20,14 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import frame
-from dashboard.components.common import error_view
+from dashboard.loads import shown
+from dashboard.settings import DashboardSettings
 from dashboard.state import ViewState, parse_view, preset_range, shift_range, today_in
+
+if TYPE_CHECKING:
+    import httpx
+
+    from api_client import AnalyticsAPI
 
 __all__ = ["ASSETS_FOLDER", "PAGES_FOLDER", "create_dashboard", "serve_dashboard"]
 
@@ -56,7 +62,7 @@ def _filter_values(raw: str | None, kind: str) -> list[Any]:
     """Comma-separated values as the API wants them (numbers for numeric comparisons)."""
     values = [part.strip() for part in (raw or "").split(",") if part.strip()]
     if kind in _COMPARISON_TYPES:
-        numbers = []
+        numbers: list[Any] = []
         for part in values:
             try:
                 numbers.append(int(part) if part.lstrip("-").isdigit() else float(part))
@@ -258,6 +264,8 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
             changes["start_date"], changes["end_date"] = preset_range(preset, today_in(view.time_zone))
         elif trigger in (ids.DATE_BACK, ids.DATE_FORWARD):
             steps = -1 if trigger == ids.DATE_BACK else 1
+            if view.start_date is None or view.end_date is None:
+                raise PreventUpdate
             changes["start_date"], changes["end_date"] = shift_range(view.start_date, view.end_date, steps)
         elif trigger == ids.DATE_RANGE:
             from datetime import date
@@ -369,21 +377,18 @@ def _overview(view: ViewState, auth: dict | None) -> Any:
         raise PreventUpdate
     from concurrent.futures import ThreadPoolExecutor
 
-    from api_client import APIError
-
     api = session.api_for(auth)
-    server = flask.current_app._get_current_object()
+    server = session.current_state().server
 
     def fetch(period: ViewState) -> Any:
         with server.app_context():
             return session.cached_call(api, "overview", period.site_id, period.query())
 
-    try:
+    def both() -> list[Any]:
         with ThreadPoolExecutor(max_workers=2) as pool:
-            current, previous = pool.map(fetch, (view, view.previous()))
-    except APIError as exc:
-        return error_view(exc)
-    return frame.overview_strip(current, previous)
+            return list(pool.map(fetch, (view, view.previous())))
+
+    return shown(both, lambda periods: frame.overview_strip(*periods))
 
 
 def _site_options(auth: dict | None) -> list[dict[str, Any]]:
@@ -403,16 +408,24 @@ def _site_options(auth: dict | None) -> list[dict[str, Any]]:
 
 
 def create_dashboard(
-    api_url: str,
+    settings: DashboardSettings,
     *,
+    api: AnalyticsAPI | None = None,
+    transport: httpx.BaseTransport | None = None,
     server: flask.Flask | None = None,
     requests_pathname_prefix: str = "/",
-    cache_config: dict | None = None,
 ) -> dash.Dash:
-    """Build the dashboard for the API at ``api_url`` (``http(s)://.../api``); nothing is contacted until a request."""
+    """Build the dashboard for the API at ``settings.api_url``; nothing is contacted until a request.
+
+    ``api`` (a credential-less ``AnalyticsAPI``) or ``transport`` (for the client built from ``settings``) decide how
+    the API is reached: tests pass the API app in-process (``fastapi.testclient.TestClient``), no port needed. The
+    dashboard's state (answer cache, base client) lives on its Flask ``server``.
+    """
+    # Dash types ``server`` as a bool or a callable and ``update_title`` as str, but documents a Flask app and None
+    # (keep the title while callbacks run) for them.
+    extra: dict[str, Any] = {"server": server if server is not None else True, "update_title": None}
     app = dash.Dash(
         "dashboard",
-        server=server if server is not None else True,
         use_pages=True,
         pages_folder=str(PAGES_FOLDER),
         assets_folder=str(ASSETS_FOLDER),
@@ -424,12 +437,12 @@ def create_dashboard(
         },
         suppress_callback_exceptions=True,
         title="sitelens",
-        update_title=None,
         serve_locally=True,
         meta_tags=[{"name": "viewport", "content": "width=device-width, initial-scale=1"}],
+        **extra,
     )
     app.layout = _shell
-    session.bind_server(app.server, api_url, cache_config)
+    session.bind_server(app.server, settings, api=api, transport=transport)
     _register_frame_callbacks(app)
     _add_security_headers(app)
     return app
@@ -461,10 +474,10 @@ def _add_security_headers(app: dash.Dash) -> None:
         return response
 
 
-def serve_dashboard(api_url: str, host: str, port: int) -> None:
-    """Serve only the dashboard (one process) against the API at ``api_url``, e.g. a remote sitelens."""
+def serve_dashboard(settings: DashboardSettings, host: str, port: int) -> None:
+    """Serve only the dashboard (one process) against the API at ``settings.api_url``, e.g. a remote sitelens."""
     import uvicorn
     from a2wsgi import WSGIMiddleware
 
-    app = create_dashboard(api_url)
+    app = create_dashboard(settings)
     uvicorn.run(WSGIMiddleware(app.server), host=host, port=port, log_level="info")

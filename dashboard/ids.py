@@ -63,6 +63,7 @@ GOALS_SEARCH = "goals-search"
 GOALS_ORDER = "goals-order"
 GOALS_CSV = "goals-csv"
 GOALS_CSV_DOWNLOAD = "goals-csv-download"
+GOALS_CSV_STATUS = "goals-csv-status"  # why the last download failed, beside the button
 GOALS_NEW = "goals-new"
 GOALS_FORM = "goals-form"
 GOALS_FORM_TITLE = "goals-form-title"
@@ -104,6 +105,7 @@ GOAL_SESSIONS_BODY = "goal-sessions-body"
 GOAL_SESSIONS_TITLE = "goal-sessions-title"
 GOAL_SESSIONS_CSV = "goal-sessions-csv"
 GOAL_SESSIONS_CSV_DOWNLOAD = "goal-sessions-csv-download"
+GOAL_SESSIONS_CSV_STATUS = "goal-sessions-csv-status"  # why the last download failed, beside the button
 
 # --- channel ranking ------------------------------------------------------------------------------------
 CHANNELS_GOAL = "channels-goal"
@@ -113,6 +115,7 @@ CHANNELS_TABLE = "channels-table"
 CHANNELS_CHART = "channels-chart"
 CHANNELS_CSV = "channels-csv"
 CHANNELS_CSV_DOWNLOAD = "channels-csv-download"
+CHANNELS_CSV_STATUS = "channels-csv-status"  # why the last download failed, beside the button
 
 # --- private-link view ----------------------------------------------------------------------------------
 SHARE_BODY = "share-body"
@@ -138,6 +141,7 @@ ERRORS_GROUPS_PREV = "errors-groups-prev"
 ERRORS_GROUPS_NEXT = "errors-groups-next"
 ERRORS_GROUPS_CSV = "errors-groups-csv"
 ERRORS_GROUPS_CSV_DOWNLOAD = "errors-groups-csv-download"
+ERRORS_GROUPS_CSV_STATUS = "errors-groups-csv-status"  # why the last download failed, beside the button
 ERRORS_DETAIL = "errors-detail"
 ERRORS_DETAIL_LOAD = "errors-detail-load"  # dcc.Store, present only when a group is chosen: loads its detail
 ERRORS_DETAIL_VIEW = "errors-detail-view"  # dcc.Store inside the detail: the view (with its error) it shows
@@ -149,6 +153,7 @@ ERRORS_OCCURRENCES_PREV = "errors-occurrences-prev"
 ERRORS_OCCURRENCES_NEXT = "errors-occurrences-next"
 ERRORS_OCCURRENCES_CSV = "errors-occurrences-csv"
 ERRORS_OCCURRENCES_CSV_DOWNLOAD = "errors-occurrences-csv-download"
+ERRORS_OCCURRENCES_CSV_STATUS = "errors-occurrences-csv-status"  # why the last download failed, beside the button
 
 # --- usage ----------------------------------------------------------------------------------------------
 USAGE_BODY = "usage-body"
@@ -158,6 +163,7 @@ USAGE_TOTALS = "usage-totals"
 USAGE_TOTAL_PREFIX = "usage-total"  # "usage-total-<field>": the number of one category (or event_count)
 USAGE_CSV = "usage-csv"
 USAGE_CSV_DOWNLOAD = "usage-csv-download"
+USAGE_CSV_STATUS = "usage-csv-status"  # why the last download failed, beside the button
 
 # --- site settings --------------------------------------------------------------------------------------
 SETTINGS_BODY = "settings-body"

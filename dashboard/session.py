@@ -7,8 +7,9 @@ into an ``AnalyticsAPI`` with ``api_for`` and read through ``cached_call``, whos
 credential (hashed), the method and every argument, so two people never share an answer. ``invalidate`` after a write
 makes the writer see the change at once.
 
-The API address and the cache belong to the Flask server of the Dash app (``bind_server``), so several dashboards can
-live in one process (tests) and nothing connects at import time.
+Nothing here is module-global: the settings, the answer cache, the calls in flight and the base client make up a
+``DashboardState`` that ``bind_server`` puts on the Dash app's Flask server, so several dashboards can live in one
+process (tests, ``sitelens serve``) without sharing an answer, and nothing connects at import time.
 """
 
 from __future__ import annotations
@@ -23,31 +24,33 @@ from typing import TYPE_CHECKING, Any
 import flask
 from flask_caching import Cache
 
+from dashboard.settings import DashboardSettings
+
 if TYPE_CHECKING:
+    import httpx
+
     from api_client import AnalyticsAPI
 
 __all__ = [
-    "DEFAULT_CACHE_CONFIG",
+    "EXTENSION",
     "SITE_METHODS",
+    "DashboardState",
+    "all_goal_sessions",
+    "all_goals",
     "api_for",
     "api_url",
     "bind_server",
     "cached_call",
     "credential_of",
-    "all_goals",
-    "all_goal_sessions",
+    "current_state",
     "find_goal",
     "invalidate",
     "is_signed_in",
     "peek",
     "shared_api",
+    "site_gate",
 ]
 
-DEFAULT_CACHE_CONFIG: dict[str, Any] = {
-    "CACHE_TYPE": "SimpleCache",
-    "CACHE_DEFAULT_TIMEOUT": 60,
-    "CACHE_THRESHOLD": 5000,
-}
 # AnalyticsAPI methods whose first argument is a site id: their answers are dropped by invalidate(site_id).
 SITE_METHODS = frozenset(
     {
@@ -74,37 +77,81 @@ SITE_METHODS = frozenset(
         "funnel",
     }
 )
-# How long a credential that answered is trusted before a cached answer is served again without asking the API.
-VERIFY_SECONDS = 15
-_CONFIG_KEY = "SITELENS_API_URL"
-_EXTENSION = "sitelens"
-cache = Cache()
-_lock = threading.Lock()
-# Calls running right now, by cache key: a second request for the same answer waits for the first one.
-_in_flight: dict[str, Future[Any]] = {}
+# The key of a dashboard's state in its Flask server's ``extensions``.
+EXTENSION = "sitelens"
 
 
-def bind_server(server: flask.Flask, api_url: str, cache_config: Mapping[str, Any] | None = None) -> None:
-    """Attach the API address and a response cache to the Dash app's Flask ``server``."""
-    server.config[_CONFIG_KEY] = api_url.rstrip("/")
-    cache.init_app(server, config={**DEFAULT_CACHE_CONFIG, **(cache_config or {})})
-    server.extensions[_EXTENSION] = {"api": None}
+class DashboardState:
+    """What one dashboard keeps between requests: its settings, answer cache (with the generations that
+    ``invalidate`` moves), the calls running right now, and the credential-less base client.
+
+    ``bind_server`` puts it on the Flask server; request code finds it through ``flask.current_app``
+    (``current_state``), so two dashboards in one process never share an answer.
+    """
+
+    def __init__(
+        self,
+        server: flask.Flask,
+        settings: DashboardSettings,
+        *,
+        api: AnalyticsAPI | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if api is not None and transport is not None:
+            raise ValueError("pass either api= or transport=, not both")
+        self.settings = settings
+        # The Flask server this state belongs to: work handed to other threads enters its app context.
+        self.server = server
+        self.cache = Cache()
+        self.lock = threading.Lock()
+        # Calls running right now, by cache key: a second request for the same answer waits for the first one.
+        self.in_flight: dict[str, Future[Any]] = {}
+        self._api = api
+        self._transport = transport
+
+    @property
+    def base_api(self) -> AnalyticsAPI:
+        """The credential-less client (created on first use); ``with_credentials`` copies share its pool."""
+        from api_client import AnalyticsAPI
+
+        with self.lock:
+            if self._api is None:
+                self._api = AnalyticsAPI(base_url=self.settings.api_url, transport=self._transport)
+            return self._api
+
+    def generation(self, name: str) -> int:
+        """The current generation of a group of answers (``all``, ``lists`` or ``site:<id>``)."""
+        return int(self.cache.get(f"sitelens:gen:{name}") or 0)
+
+    def bump(self, name: str) -> None:
+        """Start a new generation: every older key becomes unreachable, and the cache ages the old entries out."""
+        with self.lock:
+            self.cache.set(f"sitelens:gen:{name}", self.generation(name) + 1, timeout=0)
+
+
+def bind_server(
+    server: flask.Flask,
+    settings: DashboardSettings,
+    *,
+    api: AnalyticsAPI | None = None,
+    transport: httpx.BaseTransport | None = None,
+) -> DashboardState:
+    """Attach a new ``DashboardState`` (settings, answer cache, base client) to the Dash app's Flask ``server``."""
+    state = DashboardState(server, settings, api=api, transport=transport)
+    state.cache.init_app(server, config=settings.cache())
+    server.extensions[EXTENSION] = state
+    return state
+
+
+def current_state() -> DashboardState:
+    """The state of the dashboard serving the current request."""
+    state: DashboardState = flask.current_app.extensions[EXTENSION]
+    return state
 
 
 def api_url() -> str:
     """The API base address (``.../api``) of the dashboard serving the current request."""
-    return flask.current_app.config[_CONFIG_KEY]
-
-
-def _base_api() -> AnalyticsAPI:
-    """One credential-less client per dashboard; ``with_credentials`` copies share its connection pool."""
-    from api_client import AnalyticsAPI
-
-    state = flask.current_app.extensions[_EXTENSION]
-    with _lock:
-        if state["api"] is None:
-            state["api"] = AnalyticsAPI(base_url=api_url())
-        return state["api"]
+    return current_state().settings.api_url
 
 
 def is_signed_in(auth: Mapping[str, Any] | None) -> bool:
@@ -116,14 +163,14 @@ def api_for(auth: Mapping[str, Any] | None, share: Mapping[str, Any] | None = No
     """A client carrying the person's credential: the sign-in token, else the private-link key, else none."""
     token = auth.get("token") if auth else None
     key = share.get("privateKey") if share and not token else None
-    return _base_api().with_credentials(token=token or None, private_key=key or None)
+    return current_state().base_api.with_credentials(token=token or None, private_key=key or None)
 
 
 def shared_api(share: Mapping[str, Any] | None, site_id: int | str | None) -> AnalyticsAPI:
     """The client of a shared view of ``site_id``: the link's key when the tab holds one for that site, else no
     credential at all (enough for a public site). Never a sign-in token, and never another site's key."""
-    matches = bool(share and share.get("privateKey") and str(share.get("siteId")) == str(site_id))
-    return _base_api().with_credentials(private_key=share["privateKey"] if matches else None)
+    key = share.get("privateKey") if share and str(share.get("siteId")) == str(site_id) else None
+    return current_state().base_api.with_credentials(private_key=key or None)
 
 
 def credential_of(api: Any) -> str:
@@ -133,19 +180,10 @@ def credential_of(api: Any) -> str:
     return hashlib.sha256(f"{token}\x00{key}".encode()).hexdigest()[:32]
 
 
-def _generation(name: str) -> int:
-    return cache.get(f"sitelens:gen:{name}") or 0
-
-
-def _bump(name: str) -> None:
-    # A new generation makes every older key unreachable; SimpleCache then ages the old entries out.
-    cache.set(f"sitelens:gen:{name}", _generation(name) + 1, timeout=0)
-
-
-def _key(api: Any, method_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+def _key(state: DashboardState, api: Any, method_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     site = str(args[0]) if method_name in SITE_METHODS and args else None
     scope = f"site:{site}" if site is not None else "lists"
-    generations = [_generation("all"), _generation(scope)]
+    generations = [state.generation("all"), state.generation(scope)]
     material = json.dumps(
         [
             getattr(api, "base_url", None) and str(api.base_url),
@@ -159,8 +197,8 @@ def _key(api: Any, method_name: str, args: tuple[Any, ...], kwargs: dict[str, An
     return "sitelens:call:" + hashlib.sha256(material.encode()).hexdigest()
 
 
-def _verify(api: Any, method_name: str, args: tuple[Any, ...]) -> None:
-    """Before serving a cached answer, make sure the credential still works (at most every ``VERIFY_SECONDS``).
+def _verify(state: DashboardState, api: Any, method_name: str, args: tuple[Any, ...]) -> None:
+    """Before serving a cached answer, make sure the credential still works (at most every ``settings.verify_seconds``).
 
     A signed-out, expired or revoked credential then stops seeing cached data within seconds, and the page sends the
     person to sign-in (or says the link is no longer valid) instead of showing numbers it may no longer see.
@@ -169,7 +207,7 @@ def _verify(api: Any, method_name: str, args: tuple[Any, ...]) -> None:
     if not token and not key:
         return
     marker = f"sitelens:verified:{credential_of(api)}"
-    if cache.get(marker):
+    if state.cache.get(marker):
         return
     if token:
         api.me()
@@ -177,7 +215,8 @@ def _verify(api: Any, method_name: str, args: tuple[Any, ...]) -> None:
         api.site(args[0])
     else:
         return
-    cache.set(marker, True, timeout=VERIFY_SECONDS)
+    if state.settings.verify_seconds > 0:  # 0: ask every time (a cache timeout of 0 would mean "forever")
+        state.cache.set(marker, True, timeout=state.settings.verify_seconds)
 
 
 def cached_call(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) -> Any:
@@ -188,34 +227,35 @@ def cached_call(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) 
     arguments) already running for another request is waited for instead of being sent again: a page opened twice
     in a row, or two callbacks wanting the same answer, cost the API one query.
     """
-    key = _key(api, method_name, args, kwargs)
-    hit = cache.get(key)
+    state = current_state()
+    key = _key(state, api, method_name, args, kwargs)
+    hit = state.cache.get(key)
     if hit is not None:
-        _verify(api, method_name, args)
+        _verify(state, api, method_name, args)
         return hit
-    with _lock:
-        running = _in_flight.get(key)
+    with state.lock:
+        running = state.in_flight.get(key)
         if running is None:
             mine: Future[Any] = Future()
-            _in_flight[key] = mine
+            state.in_flight[key] = mine
     if running is not None:
         return running.result()
     try:
         value = getattr(api, method_name)(*args, **kwargs)
         if value is not None:
-            cache.set(key, value)  # before the call stops being "running", so no request falls in between
+            state.cache.set(key, value)  # before the call stops being "running", so no request falls in between
     except BaseException as exc:
-        _done(key)
+        _done(state, key)
         mine.set_exception(exc)
         raise
-    _done(key)
+    _done(state, key)
     mine.set_result(value)
     return value
 
 
-def _done(key: str) -> None:
-    with _lock:
-        _in_flight.pop(key, None)
+def _done(state: DashboardState, key: str) -> None:
+    with state.lock:
+        state.in_flight.pop(key, None)
 
 
 def peek(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) -> Any | None:
@@ -227,11 +267,12 @@ def peek(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) -> Any 
     """
     from api_client import APIError
 
-    hit = cache.get(_key(api, method_name, args, kwargs))
+    state = current_state()
+    hit = state.cache.get(_key(state, api, method_name, args, kwargs))
     if hit is None:
         return None
     try:
-        _verify(api, method_name, args)
+        _verify(state, api, method_name, args)
     except APIError:
         return None
     return hit
@@ -239,12 +280,13 @@ def peek(api: AnalyticsAPI, method_name: str, *args: Any, **kwargs: Any) -> Any 
 
 def invalidate(site_id: int | str | None = None) -> None:
     """Forget cached answers after a write: those of one site (and site lists), or all when ``site_id`` is None."""
+    state = current_state()
     if site_id is None:
-        _bump("all")
+        state.bump("all")
     else:
-        _bump(f"site:{site_id}")
+        state.bump(f"site:{site_id}")
         # Site lists (organizations, org_sites, usage) show the site too.
-        _bump("lists")
+        state.bump("lists")
 
 
 # --- loaders shared by several pages (all through cached_call) ------------------------------------------------------

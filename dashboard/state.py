@@ -15,7 +15,7 @@ import json
 import zoneinfo
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import parse_qsl, urlencode
 from zoneinfo import ZoneInfo
 
@@ -50,7 +50,7 @@ def _zone_names() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones() - {"localtime"})
 
 
-def is_valid_zone(name: str | None) -> bool:
+def is_valid_zone(name: object) -> TypeGuard[str]:
     """True when ``name`` is an IANA time zone the API accepts."""
     return isinstance(name, str) and name in _zone_names()
 

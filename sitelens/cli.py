@@ -66,9 +66,10 @@ def dashboard_command(args: argparse.Namespace) -> None:
     host = env_setting("host", args.host)
     port = args.port or DASHBOARD_PORT
     from dashboard.app import serve_dashboard
+    from dashboard.settings import DashboardSettings
 
     print(f"sitelens dashboard on http://{display_host(host)}:{port}/ using {api_url}", flush=True)
-    serve_dashboard(api_url=api_url, host=host, port=port)
+    serve_dashboard(DashboardSettings(api_url=api_url), host=host, port=port)
 
 
 def _add_serving_commands(commands: Any) -> None:

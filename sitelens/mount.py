@@ -34,8 +34,9 @@ def mount_dashboard(app: FastAPI, settings: Settings) -> None:
     from a2wsgi import WSGIMiddleware
 
     from dashboard.app import create_dashboard
+    from dashboard.settings import DashboardSettings
 
-    dashboard = create_dashboard(dashboard_api_url(settings))
+    dashboard = create_dashboard(DashboardSettings(api_url=dashboard_api_url(settings)))
     # a2wsgi types its ASGI arguments more narrowly than Starlette's ASGIApp; the two agree at run time.
     app.mount("/", WSGIMiddleware(dashboard.server), name="dashboard")  # type: ignore[arg-type]
 

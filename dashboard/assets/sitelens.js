@@ -2,7 +2,8 @@
  * sitelens dashboard: the one piece of page script.
  * A page that must send the person elsewhere (not signed in, credential expired) renders a marker
  * <div class="redirect" data-href="..."> (dashboard.components.common.redirect). This watches for such
- * markers and follows them. data-clear-auth="1" also forgets the tab's sign-in token first.
+ * markers and follows them. data-clear-auth="1" also forgets the tab's sign-in token first; data-come-back="1"
+ * adds next=<this page> so sign-in returns here.
  * It also lets Escape close a dialog (the button marked data-dismiss), and loads the chart library while the
  * browser is idle on a page marked .preload-charts, so the first chart a click opens does not freeze the page.
  * On a page marked data-unsaved-guard, typing something and then leaving (a link, or closing the tab) asks first,
@@ -12,11 +13,27 @@
   "use strict";
   var AUTH_KEY = "frame-auth";
 
+  // The page the browser is on (path without the app's URL prefix, and its query) as next=... of ``href``, so
+  // sign-in comes back here; the prefix is added again by the login page.
+  function withNext(href) {
+    var prefix = "/";
+    try {
+      var config = JSON.parse(document.getElementById("_dash-config").textContent);
+      prefix = config.requests_pathname_prefix || "/";
+    } catch (e) { /* no config: the app is at the root */ }
+    var path = window.location.pathname;
+    if (path.indexOf(prefix) === 0) { path = "/" + path.slice(prefix.length); }
+    var here = path + window.location.search;
+    if (here.indexOf("/login") === 0) { return href; }
+    return href + (href.indexOf("?") < 0 ? "?" : "&") + "next=" + encodeURIComponent(here);
+  }
+
   function follow(marker) {
     if (marker.dataset.followed) { return; }
     marker.dataset.followed = "1";
     var href = marker.getAttribute("data-href");
     if (!href) { return; }
+    if (marker.getAttribute("data-come-back") === "1") { href = withNext(href); }
     if (marker.getAttribute("data-clear-auth") === "1") {
       try {
         window.sessionStorage.removeItem(AUTH_KEY);

@@ -8,29 +8,38 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, NamedTuple, TypeGuard
 
 import dash
 import pandas as pd
-from dash import dash_table, dcc, html
+from dash import dcc, html
+from dash.dash_table.DataTable import DataTable
 
 __all__ = [
     "alert",
     "value_of",
     "app_href",
+    "attrs",
     "card",
     "channel_label",
     "csv_button",
     "csv_download",
     "data_table",
     "empty_state",
+    "Failure",
+    "describe_failure",
     "error_view",
+    "failure_figure",
+    "failure_mark",
+    "failure_message",
+    "failure_note",
     "format_change",
     "format_duration",
     "format_number",
     "format_percent",
     "neutralise_formulas",
     "invalid_link",
+    "sign_in_again",
     "site_not_found",
     "loading",
     "page_header",
@@ -38,6 +47,12 @@ __all__ = [
 ]
 
 ALERT_KINDS = ("error", "warning", "info", "success")
+
+
+def attrs(values: Mapping[str, Any]) -> dict[str, Any]:
+    """HTML attributes whose names are not Python names (``aria-label``, ``data-index``) for ``**`` into a component;
+    Dash's typed signatures then accept them as the extra keyword arguments they are."""
+    return dict(values)
 
 
 def value_of(item: Any, key: str, default: Any = None) -> Any:
@@ -58,7 +73,7 @@ def app_href(path: str) -> str:
 
 
 # --- formats ------------------------------------------------------------------------------------------------------
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float | int]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -121,7 +136,7 @@ def channel_label(value: str | None) -> str:
 # --- layout pieces ------------------------------------------------------------------------------------------------
 def page_header(title: str, subtitle: str | None = None, actions: Any = None) -> html.Div:
     """The title row of a page, with an optional subtitle and actions (buttons) on the right."""
-    text = [html.H1(title, className="page-title")]
+    text: list[Any] = [html.H1(title, className="page-title")]
     if subtitle:
         text.append(html.P(subtitle, className="page-subtitle"))
     children: list[Any] = [html.Div(text, className="page-header-text")]
@@ -170,7 +185,7 @@ def alert(message: Any, kind: str = "error", title: str | None = None) -> html.D
 
 def empty_state(title: str, hint: str | None = None, action: Any = None) -> html.Div:
     """What a page shows when there is nothing to list: what is missing and what to do about it."""
-    children: list[Any] = [html.Div("∅", className="empty-icon", **{"aria-hidden": "true"}), html.H3(title)]
+    children: list[Any] = [html.Div("∅", className="empty-icon", **attrs({"aria-hidden": "true"})), html.H3(title)]
     if hint:
         children.append(html.P(hint, className="empty-hint"))
     if action is not None:
@@ -191,14 +206,20 @@ def loading(children: Any, id: str | dict) -> dcc.Loading:  # noqa: A002 - Dash'
     )
 
 
-def redirect(href: str, message: str = "Redirecting…", *, clear_auth: bool = False) -> html.Div:
+def redirect(
+    href: str, message: str = "Redirecting…", *, clear_auth: bool = False, come_back: bool = False
+) -> html.Div:
     """A marker that sends the browser to ``href`` as soon as it is shown (``assets/sitelens.js`` acts on it).
 
-    With ``clear_auth`` the tab's sign-in token is forgotten first (an expired or revoked credential).
+    With ``clear_auth`` the tab's sign-in token is forgotten first (an expired or revoked credential). With
+    ``come_back`` the browser adds ``next=<the page it is on, with its query>`` to ``href``: a callback does not know
+    which page asked for it, the browser does.
     """
-    attributes = {"data-href": href}
+    attributes: dict[str, Any] = {"data-href": href}
     if clear_auth:
         attributes["data-clear-auth"] = "1"
+    if come_back:
+        attributes["data-come-back"] = "1"
     return html.Div(
         html.A(message, href=href),
         className="redirect",
@@ -206,12 +227,18 @@ def redirect(href: str, message: str = "Redirecting…", *, clear_auth: bool = F
     )
 
 
-def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool = False) -> html.Div:
-    """How a page reports a failed API call: an alert, never a traceback.
+class Failure(NamedTuple):
+    """How a failed API call is told: a title, a sentence, the alert kind, and whether the sentence names the problem
+    on its own (else a short place shows ``title. sentence``)."""
 
-    An expired or revoked credential sends the person to sign-in (with a message there); in a private-link view
-    (``shared``) it means the link is no longer valid. A connection failure says the API cannot be reached.
-    """
+    title: str
+    message: str
+    kind: str = "error"
+    self_explaining: bool = False
+
+
+def describe_failure(exc: Exception) -> Failure:
+    """The one wording of every API failure, used by the full view (``error_view``) and the short forms."""
     from api_client import (
         APIConnectionError,
         APIError,
@@ -222,33 +249,98 @@ def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool 
         ValidationError,
     )
 
-    if shared and isinstance(exc, (AuthenticationError, ForbiddenError, NotFoundError)):
-        return invalid_link()
     if isinstance(exc, AuthenticationError):
-        return html.Div(
-            [
-                alert("Your session has ended. Please sign in again.", "warning"),
-                redirect(sign_in_href or app_href("/login?reason=expired"), "Sign in again", clear_auth=True),
-            ]
-        )
+        return Failure("Signed out", EXPIRED_MESSAGE, "warning", self_explaining=True)
     if isinstance(exc, APIConnectionError):
-        return alert(
-            "The dashboard cannot reach the API right now. Check that the sitelens server is running, then reload.",
-            title="Cannot reach the API",
-        )
+        message = "The dashboard cannot reach the API right now. Check that the sitelens server is running, then retry."
+        return Failure("Cannot reach the API", message, self_explaining=True)
     if isinstance(exc, ForbiddenError):
-        return alert("Your role on this site does not allow this.", title="Not allowed")
+        return Failure("Not allowed", "Your role on this site does not allow this.", self_explaining=True)
     if isinstance(exc, NotFoundError):
-        return alert("It may have been deleted, or you have no access to it.", "warning", title="Not found")
+        return Failure("Not found", "It may have been deleted, or you have no access to it.", "warning")
     if isinstance(exc, ValidationError):
         details = "; ".join(f"{d.get('field')}: {d.get('message')}" for d in exc.details if d.get("field"))
-        return alert(details or exc.message, title="The API refused this request")
+        return Failure("The API refused this request", details or exc.message)
     if isinstance(exc, ServerError):
         ref = f" (reference {exc.request_id})" if exc.request_id else ""
-        return alert(f"The server failed to answer{ref}. Try again in a moment.", title="Server error")
+        return Failure(
+            "Server error", f"The server failed to answer{ref}. Try again in a moment.", self_explaining=True
+        )
     if isinstance(exc, APIError):
-        return alert(exc.message, title="The request failed")
-    return alert("Something went wrong while loading this part of the page.", title="Unexpected error")
+        return Failure("The request failed", exc.message)
+    return Failure(
+        "Unexpected error", "Something went wrong while loading this part of the page.", self_explaining=True
+    )
+
+
+def error_view(exc: Exception, sign_in_href: str | None = None, *, shared: bool = False) -> html.Div:
+    """How a page reports a failed API call: an alert, never a traceback.
+
+    An expired or revoked credential sends the person to sign-in (with a message there); in a private-link view
+    (``shared``) it means the link is no longer valid. A connection failure says the API cannot be reached.
+    """
+    from api_client import AuthenticationError, ForbiddenError, NotFoundError
+
+    if shared and isinstance(exc, (AuthenticationError, ForbiddenError, NotFoundError)):
+        return invalid_link()
+    failure = describe_failure(exc)
+    if isinstance(exc, AuthenticationError):
+        return html.Div([alert(failure.message, failure.kind), sign_in_again(sign_in_href)])
+    return alert(failure.message, failure.kind, title=failure.title)
+
+
+EXPIRED_MESSAGE = "Your session has ended. Please sign in again."
+
+
+def sign_in_again(href: str | None = None) -> html.Div:
+    """The marker that forgets an expired credential and opens sign-in, which comes back to this page afterwards."""
+    if href:
+        return redirect(href, "Sign in again", clear_auth=True)
+    return redirect(app_href("/login?reason=expired"), "Sign in again", clear_auth=True, come_back=True)
+
+
+def failure_message(exc: Exception) -> str:
+    """One short sentence for a failed API call, for small places (beside a button, inside a chart)."""
+    failure = describe_failure(exc)
+    return failure.message if failure.self_explaining else f"{failure.title}. {failure.message}"
+
+
+def failure_note(exc: Exception) -> html.P:
+    """A one-line failure beside the control that asked (a CSV button); an ended sign-in also opens sign-in."""
+    from api_client import AuthenticationError
+
+    children: list[Any] = [failure_message(exc)]
+    if isinstance(exc, AuthenticationError):
+        children.append(sign_in_again())
+    return html.P(children, className="field-error failure-note", role="alert")
+
+
+def failure_mark(exc: Exception, text: str = "unavailable") -> html.Span:
+    """For a slot too small for a sentence (a sparkline, a live count): a muted word, the reason on hover."""
+    return html.Span(text, title=failure_message(exc), className="muted failure-mark")
+
+
+def failure_figure(exc: Exception) -> dict[str, Any]:
+    """An empty chart that says why it is empty (a chart callback's answer when its call failed)."""
+    return {
+        "data": [],
+        "layout": {
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "annotations": [
+                {
+                    "text": failure_message(exc),
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 0.5,
+                    "showarrow": False,
+                    "font": {"size": 14, "color": "#8f231d"},
+                }
+            ],
+            "margin": {"l": 8, "r": 8, "t": 8, "b": 8},
+        },
+    }
 
 
 def site_not_found() -> html.Div:
@@ -279,7 +371,7 @@ def invalid_link(*, missing_key: bool = False) -> html.Div:
         hint = "The site's owner may have revoked it or replaced it with a new one. Ask them for a current link."
     return html.Div(
         [
-            html.Div("⚠", className="empty-icon", **{"aria-hidden": "true"}),
+            html.Div("⚠", className="empty-icon", **attrs({"aria-hidden": "true"})),
             html.H3(title),
             html.P(hint, className="empty-hint"),
         ],
@@ -310,17 +402,17 @@ def data_table(
     columns: Sequence[ColumnSpec] | None = None,
     *,
     page_size: int | None = None,
-    sort_action: str = "none",
+    sort_action: Literal["custom", "native", "none"] = "none",
     markdown: Iterable[str] = (),
     style_data_conditional: list[dict[str, Any]] | None = None,
     nowrap: Iterable[str] = (),
-) -> dash_table.DataTable:
+) -> DataTable:
     """A plain, readable table of ``df``: numeric columns right-aligned with tabular digits, text left.
 
     ``columns`` are ids, ``(id, title)`` pairs or full DataTable column dicts; ``markdown`` names columns that hold
     markdown links (rendered as links, never as HTML); ``nowrap`` names columns kept on one line (times, codes).
     """
-    specs = [_column(c, df) for c in (columns or list(df.columns))]
+    specs: list[Any] = [_column(c, df) for c in (columns or list(df.columns))]
     link_columns = set(markdown)
     for col in specs:
         if col["id"] in link_columns:
@@ -332,7 +424,7 @@ def data_table(
         kwargs.update(page_size=page_size, page_action="native")
     else:
         kwargs.update(page_action="none")
-    return dash_table.DataTable(
+    return DataTable(
         id=id,
         data=records,
         columns=specs,
@@ -370,11 +462,19 @@ def data_table(
     )
 
 
-def csv_button(id: str, download_id: str | None = None, label: str = "Download CSV") -> html.Div:  # noqa: A002
-    """A download button (and its ``dcc.Download`` when ``download_id`` is given) for a page's table."""
+def csv_button(
+    id: str,  # noqa: A002 - Dash's name for it
+    download_id: str | None = None,
+    label: str = "Download CSV",
+    status_id: str | None = None,
+) -> html.Div:
+    """A download button (and its ``dcc.Download`` when ``download_id`` is given) for a page's table; a failed
+    download says why in the ``status_id`` element beside it."""
     children: list[Any] = [html.Button(["⤓ ", label], id=id, className="button button-secondary", n_clicks=0)]
     if download_id:
         children.append(dcc.Download(id=download_id))
+    if status_id:
+        children.append(html.Div(id=status_id, className="status", role="status"))
     return html.Div(children, className="csv-button")
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.common import app_href, format_change, format_duration, format_number, format_percent
+from dashboard.components.common import app_href, attrs, format_change, format_duration, format_number, format_percent
 from dashboard.state import PRESETS, ViewState, today_in
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "filter_chips",
     "filter_label",
     "login_href",
+    "safe_next",
     "suggestion_options",
     "page_gate",
     "nav_links",
@@ -313,7 +314,7 @@ def filter_chips(filters: Sequence[Mapping[str, Any]]) -> html.Div:
                     n_clicks=0,
                     className="chip-remove",
                     title="Remove this filter",
-                    **{"aria-label": f"Remove filter {filter_label(spec)}"},
+                    **attrs({"aria-label": f"Remove filter {filter_label(spec)}"}),
                 ),
             ],
             className="chip",
@@ -387,6 +388,7 @@ def overview_strip(current: Any, previous: Any = None) -> html.Div:
 
     # A percentage needs a fair base: none while the numbers load, and a plain sentence instead when the previous
     # period has no sessions or too few to compare with (a site or a demo that only just started tracking).
+    unfair: str | None
     if current is None:
         unfair = ""
     else:
@@ -459,7 +461,7 @@ def overview_block(body_id: str, body: Any = None, *, block_id: str | None = Non
             overlay_style={"visibility": "visible", "opacity": 0.45},
         ),
         className="overview",
-        **({"id": block_id} if block_id else {}),
+        **attrs({"id": block_id} if block_id else {}),
     )
 
 
@@ -476,6 +478,20 @@ def login_href(path: str, search: str = "", reason: str | None = None) -> str:
     if reason:
         params["reason"] = reason
     return "/login?" + urlencode(params)
+
+
+def safe_next(raw: Any) -> str:
+    """Where to go after sign-in: a relative path on this site only, else the site list.
+
+    Refused: absolute URLs (``https://evil``), scheme-relative ones (``//evil``), backslashes (``/\\evil``, which
+    browsers read as ``//evil``) and control characters (browsers drop tabs and newlines, so ``/<tab>/evil`` would
+    become ``//evil``).
+    """
+    if not isinstance(raw, str) or not raw.startswith("/") or raw.startswith("//") or "\\" in raw:
+        return "/sites"
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in raw):
+        return "/sites"
+    return raw
 
 
 def page_gate(

@@ -13,7 +13,7 @@ from typing import Any
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.common import value_of
+from dashboard.components.common import attrs, value_of
 from dashboard.components.goals import GOAL_TYPE_LABELS
 
 __all__ = [
@@ -191,7 +191,7 @@ def goal_form() -> html.Div:
                             id=ids.GOALS_FORM_CANCEL_2,
                             n_clicks=0,
                             className="button button-secondary",
-                            **{"data-dismiss": "1"},
+                            **attrs({"data-dismiss": "1"}),
                         ),
                         html.Button("Save goal", id=ids.GOALS_FORM_SAVE, n_clicks=0, className="button button-primary"),
                     ],

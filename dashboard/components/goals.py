@@ -26,6 +26,7 @@ from dashboard.components.common import (
     format_percent,
     value_of,
 )
+from dashboard.components.pager import SMALL_LINKS, link_pager, total_pages
 
 __all__ = [
     "GOAL_TYPE_LABELS",
@@ -34,7 +35,6 @@ __all__ = [
     "goal_target",
     "goals_frame",
     "goals_table",
-    "pager",
     "referrer_host",
     "sessions_body",
     "sessions_frame",
@@ -191,24 +191,6 @@ def goals_frame(goals: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=columns)
 
 
-def pager(page: int, total_pages: int | None, href: Callable[[int], str], *, has_next: bool | None = None) -> html.Div:
-    """Previous/next links and "page x of y"; with an unknown total, ``has_next`` decides the next link."""
-    more = has_next if total_pages is None else page < total_pages
-    label = f"Page {page}" + (f" of {max(total_pages, 1)}" if total_pages is not None else "")
-    return html.Div(
-        [
-            dcc.Link("‹ Previous", href=href(page - 1), className="button button-secondary button-small")
-            if page > 1
-            else html.Span("‹ Previous", className="button button-secondary button-small disabled"),
-            html.Span(label, className="pager-label"),
-            dcc.Link("Next ›", href=href(page + 1), className="button button-secondary button-small")
-            if more
-            else html.Span("Next ›", className="button button-secondary button-small disabled"),
-        ],
-        className="pager",
-    )
-
-
 # --- goal sessions ----------------------------------------------------------------------------------------------------
 def referrer_host(referrer: str | None) -> str:
     """``https://www.google.com/search?q=x`` -> ``www.google.com``; text that is not a URL stays as it is."""
@@ -310,8 +292,13 @@ def sessions_body(
         markdown=("session_start",),
         nowrap=("session_start", "session_end", "duration", "pageviews", "country"),
     )
-    total_pages = max(1, -(-total // page_size)) if total is not None else None
-    pages = pager(view.page, total_pages, href, has_next=len(sessions) >= page_size)
+    pages = link_pager(
+        view.page,
+        total_pages(total, page_size) if total is not None else None,
+        href,
+        has_next=len(sessions) >= page_size,
+        link_class=SMALL_LINKS,
+    )
     order = "latest end first"
     label = f"{format_number(total)} sessions, {order}" if total is not None else order.capitalize()
     return [table, html.Div([html.Span(label, className="muted table-count"), pages], className="table-foot")]

@@ -7,7 +7,6 @@ text: a message containing ``<script>`` shows those characters and never becomes
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
@@ -16,6 +15,8 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 import plotly.graph_objects as go
 from dash import dcc, html
+
+from dashboard.components.common import attrs
 
 __all__ = [
     "BUCKET_MINUTES",
@@ -33,13 +34,10 @@ __all__ = [
     "error_groups_list",
     "errors_time_figure",
     "file_location",
-    "link_pager",
     "local_time",
     "occurrence_card",
     "occurrences_list",
-    "pager",
     "sparkline",
-    "total_pages",
     "trend_bucket",
 ]
 
@@ -139,7 +137,7 @@ def sparkline(buckets: Sequence[Any], time_zone: str | None, *, label: str = "")
                 title=f"{stamp}: {_count(count)}",
             )
         )
-    return html.Div(bars, className="sparkline", role="img", **{"aria-label": label or "trend"})
+    return html.Div(bars, className="sparkline", role="img", **attrs({"aria-label": label or "trend"}))
 
 
 def group_sparkline(trend: Sequence[Any], time_zone: str | None, error_name: str | None = None) -> html.Div:
@@ -194,7 +192,7 @@ def error_group_row(
         id=row_id,
         n_clicks=0,
         className="error-group" + (" error-group-selected" if selected else ""),
-        **{"data-index": str(index)},
+        **attrs({"data-index": str(index)}),
     )
 
 
@@ -333,58 +331,6 @@ def occurrence_card(event: Any, time_zone: str | None) -> html.Div:
 def occurrences_list(events: Sequence[Any], time_zone: str | None) -> html.Div:
     """Occurrences newest first, each as a card."""
     return html.Div([occurrence_card(event, time_zone) for event in events], className="occurrences")
-
-
-def pager(page: int, total_pages: int, *, prev_id: Any, next_id: Any, label_id: Any | None = None) -> html.Div:
-    """Previous / next buttons around "Page x of y" (buttons disabled at the ends)."""
-    total_pages = max(total_pages, 1)
-    text = f"Page {page:,} of {total_pages:,}"
-    return html.Div(
-        [
-            html.Button("‹ Previous", id=prev_id, n_clicks=0, disabled=page <= 1, className="button button-ghost"),
-            html.Span(text, id=label_id, className="pager-label")
-            if label_id
-            else html.Span(text, className="pager-label"),
-            html.Button(
-                "Next ›", id=next_id, n_clicks=0, disabled=page >= total_pages, className="button button-ghost"
-            ),
-        ],
-        className="pager",
-    )
-
-
-def link_pager(
-    page: int, total_pages: int, *, href: Any, total: int | None = None, noun: str = "error group"
-) -> html.Div:
-    """Previous / next as links around "Page x of y" for a list paged through the URL (``href(page)`` gives a page's
-    address), with ``total`` items counted on the left when given.
-
-    A disabled end is a plain span marked ``aria-disabled``, not a link: on the first page nothing goes back, on the
-    last page (or past it) nothing goes forward. Past the last page, Previous leads to the last page.
-    """
-    last = max(total_pages, 1)
-    previous = (
-        dcc.Link("‹ Previous", href=href(min(page - 1, last)), className="button button-ghost pager-prev")
-        if page > 1
-        else html.Span("‹ Previous", className="button button-ghost pager-prev disabled", **{"aria-disabled": "true"})
-    )
-    following = (
-        dcc.Link("Next ›", href=href(page + 1), className="button button-ghost pager-next")
-        if page < total_pages
-        else html.Span("Next ›", className="button button-ghost pager-next disabled", **{"aria-disabled": "true"})
-    )
-    parts: list[Any] = []
-    if total is not None:
-        # The pager row is right-aligned; the count takes the free space on the left.
-        count = f"{total:,} {noun}{'' if total == 1 else 's'}"
-        parts.append(html.Span(count, className="pager-total muted", style={"marginRight": "auto"}))
-    parts += [previous, html.Span(f"Page {page:,} of {last:,}", className="pager-label"), following]
-    return html.Div(parts, className="pager")
-
-
-def total_pages(total: int, page_size: int) -> int:
-    """Number of pages needed for ``total`` rows (at least one)."""
-    return max(1, math.ceil(total / page_size))
 
 
 def error_groups_frame(groups: Sequence[Any]) -> pd.DataFrame:

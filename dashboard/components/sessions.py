@@ -25,7 +25,7 @@ from dashboard.components.common import (
     format_number,
     value_of,
 )
-from dashboard.components.goals import pager
+from dashboard.components.pager import SMALL_LINKS, link_pager, total_pages
 
 __all__ = [
     "local_time",
@@ -130,12 +130,12 @@ def session_list(
         markdown=("started", "user") if links else (),
         nowrap=("started", "duration", "pageviews", "events", "errors", "country"),
     )
-    total_pages = max(1, -(-total // page_size))
+    pages = link_pager(view.page, total_pages(total, page_size), href, link_class=SMALL_LINKS)
     label = f"{format_number(total)} sessions, newest first"
     return [
         table,
         html.Div(
-            [html.Span(label, className="muted table-count"), pager(view.page, total_pages, href)],
+            [html.Span(label, className="muted table-count"), pages],
             className="table-foot",
         ),
     ]

@@ -12,6 +12,7 @@ from dashboard import ids, session
 from dashboard.components import channels as channel_ui
 from dashboard.components.common import card, csv_button, csv_download, error_view, loading, page_header
 from dashboard.components.frame import analytics_frame, page_gate
+from dashboard.loads import downloaded
 from dashboard.state import ViewState
 
 dash.register_page(
@@ -42,7 +43,7 @@ def ranking_body(api: Any, view: ViewState, goals_href: str) -> tuple[Any, list[
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """The ranking of the URL's goal (or the first goal)."""
     view, gate = page_gate(auth, browser_zone, "/channels", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     missing = session.site_gate(auth, view)
     if missing is not None:
@@ -60,7 +61,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             page_header(
                 "Channel ranking",
                 "Conversion rate by acquisition channel, best first.",
-                actions=[csv_button(ids.CHANNELS_CSV, ids.CHANNELS_CSV_DOWNLOAD)],
+                actions=[csv_button(ids.CHANNELS_CSV, ids.CHANNELS_CSV_DOWNLOAD, status_id=ids.CHANNELS_CSV_STATUS)],
             ),
             analytics_frame(view),
             card(loading(None, ids.CHANNELS_BODY), title="Goal", actions=picker),
@@ -111,22 +112,20 @@ def pick_goal(goal_id: int | None, shown: int | None, view_data: dict | None, pa
 
 @callback(
     Output(ids.CHANNELS_CSV_DOWNLOAD, "data"),
+    Output(ids.CHANNELS_CSV_STATUS, "children"),
     Input(ids.CHANNELS_CSV, "n_clicks"),
     State(ids.VIEW, "data"),
     State(ids.CHANNELS_GOAL, "value"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
-def download_ranking(clicks: int, view_data: dict | None, goal_id: int | None, auth: dict | None) -> Any:
+def download_ranking(clicks: int, view_data: dict | None, goal_id: int | None, auth: dict | None) -> tuple[Any, Any]:
     """The ranking shown, as CSV."""
     if not clicks or goal_id is None:
         raise PreventUpdate
-    from api_client import APIError
-
     view = ViewState.from_dict(view_data)
-    try:
-        ranking = session.cached_call(session.api_for(auth), "channel_ranking", view.site_id, goal_id, view.query())
-    except APIError:
-        raise PreventUpdate from None
-    df = channel_ui.channel_frame(ranking.rows)
-    return csv_download(df, f"channels-goal{goal_id}-site{view.site_id}-{view.start_date}-{view.end_date}")
+    name = f"channels-goal{goal_id}-site{view.site_id}-{view.start_date}-{view.end_date}"
+    return downloaded(
+        lambda: session.cached_call(session.api_for(auth), "channel_ranking", view.site_id, goal_id, view.query()),
+        lambda ranking: csv_download(channel_ui.channel_frame(ranking.rows), name),
+    )

@@ -11,8 +11,9 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import funnels as funnel_ui
-from dashboard.components.common import alert, card, error_view, loading, page_header
+from dashboard.components.common import alert, card, loading, page_header
 from dashboard.components.frame import analytics_frame, filter_label, page_gate
+from dashboard.loads import shown
 from dashboard.state import FILTER_PARAMETERS, ViewState
 
 dash.register_page(
@@ -126,8 +127,6 @@ def analyze(
     steps = funnel_ui.steps_of(kinds, values, keys, props)
     if any(not s["value"] for s in steps):
         return alert("Every step needs a page pattern or an event name.", kind="warning")
-    from api_client import APIError
-
     api = session.api_for(auth)
     base = "All visits" if not view.filters else "This view"
     segments = [(base, view)]
@@ -135,8 +134,7 @@ def analyze(
     if parameter and segment:
         extra = {"parameter": parameter, "type": "equals", "value": [segment]}
         segments.append((filter_label(extra), view.replace(filters=[*view.filters, extra])))
-    try:
-        series = [(name, session.cached_call(api, "funnel", view.site_id, steps, v.query())) for name, v in segments]
-    except APIError as exc:
-        return error_view(exc)
-    return funnel_ui.funnel_result(series)
+    return shown(
+        lambda: [(name, session.cached_call(api, "funnel", view.site_id, steps, v.query())) for name, v in segments],
+        funnel_ui.funnel_result,
+    )

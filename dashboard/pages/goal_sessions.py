@@ -20,6 +20,7 @@ from dashboard.components.common import (
     redirect,
 )
 from dashboard.components.frame import analytics_frame, page_gate
+from dashboard.loads import downloaded
 from dashboard.state import ViewState
 
 dash.register_page(__name__, path="/goal-sessions", title="Goal sessions · sitelens", name="Goal sessions")
@@ -30,7 +31,7 @@ PAGE_SIZE = 25
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """The converted sessions of the URL's goal."""
     view, gate = page_gate(auth, browser_zone, "/goal-sessions", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     missing = session.site_gate(auth, view)
     if missing is not None:
@@ -46,7 +47,12 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
         [
             page_header(
                 "Sessions that converted",
-                actions=[back, csv_button(ids.GOAL_SESSIONS_CSV, ids.GOAL_SESSIONS_CSV_DOWNLOAD)],
+                actions=[
+                    back,
+                    csv_button(
+                        ids.GOAL_SESSIONS_CSV, ids.GOAL_SESSIONS_CSV_DOWNLOAD, status_id=ids.GOAL_SESSIONS_CSV_STATUS
+                    ),
+                ],
             ),
             analytics_frame(view),
             card(loading(None, ids.GOAL_SESSIONS_BODY), title="Sessions", title_id=ids.GOAL_SESSIONS_TITLE),
@@ -86,21 +92,19 @@ def load_sessions(view_data: dict | None, auth: dict | None) -> tuple:
 
 @callback(
     Output(ids.GOAL_SESSIONS_CSV_DOWNLOAD, "data"),
+    Output(ids.GOAL_SESSIONS_CSV_STATUS, "children"),
     Input(ids.GOAL_SESSIONS_CSV, "n_clicks"),
     State(ids.VIEW, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
-def download_sessions(clicks: int, view_data: dict | None, auth: dict | None) -> Any:
+def download_sessions(clicks: int, view_data: dict | None, auth: dict | None) -> tuple[Any, Any]:
     """Every converted session of the view as CSV (times in the view's zone)."""
     if not clicks:
         raise PreventUpdate
-    from api_client import APIError
-
     view = ViewState.from_dict(view_data)
-    try:
-        rows = session.all_goal_sessions(session.api_for(auth), view)
-    except APIError:
-        raise PreventUpdate from None
     name = f"goal{view.goal}-sessions-site{view.site_id}-{view.start_date}-{view.end_date}"
-    return csv_download(goal_ui.sessions_frame(rows, view.time_zone), name)
+    return downloaded(
+        lambda: session.all_goal_sessions(session.api_for(auth), view),
+        lambda rows: csv_download(goal_ui.sessions_frame(rows, view.time_zone), name),
+    )

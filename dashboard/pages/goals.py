@@ -14,6 +14,7 @@ from dashboard.components import goals as goal_ui
 from dashboard.components.common import (
     CLICKED_ID_JS,
     alert,
+    attrs,
     card,
     csv_button,
     csv_download,
@@ -24,6 +25,8 @@ from dashboard.components.common import (
     value_of,
 )
 from dashboard.components.frame import analytics_frame, page_gate
+from dashboard.components.pager import SMALL_LINKS, link_pager
+from dashboard.loads import downloaded
 from dashboard.state import ViewState
 
 dash.register_page(
@@ -58,7 +61,7 @@ def delete_dialog() -> html.Div:
                             id=ids.GOALS_DELETE_NO,
                             n_clicks=0,
                             className="button button-secondary",
-                            **{"data-dismiss": "1"},
+                            **attrs({"data-dismiss": "1"}),
                         ),
                         html.Button(
                             "Delete goal", id=ids.GOALS_DELETE_YES, n_clicks=0, className="button button-danger"
@@ -80,12 +83,12 @@ def delete_dialog() -> html.Div:
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """The goals of the site in the URL's view."""
     view, gate = page_gate(auth, browser_zone, "/goals", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     missing = session.site_gate(auth, view)
     if missing is not None:
         return missing
-    sort_value = view.sort if view.sort in goal_ui.SORT_OPTIONS else "createdAt"
+    sort_value = view.sort if view.sort is not None and view.sort in goal_ui.SORT_OPTIONS else "createdAt"
     order_value = view.order or "desc"
     # With the goals (and the overview) of this view already cached, the page is drawn complete right here;
     # otherwise the ids.GOALS_LOAD store makes a callback load them while the loading state shows.
@@ -126,7 +129,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
                 "Goals",
                 "Sessions that reached each goal in the chosen range.",
                 actions=[
-                    csv_button(ids.GOALS_CSV, ids.GOALS_CSV_DOWNLOAD),
+                    csv_button(ids.GOALS_CSV, ids.GOALS_CSV_DOWNLOAD, status_id=ids.GOALS_CSV_STATUS),
                     html.Button("+ New goal", id=ids.GOALS_NEW, n_clicks=0, className="button button-primary"),
                 ],
             ),
@@ -175,10 +178,11 @@ def _page_body(view: ViewState, result: Any) -> tuple[Any, list[dict]]:
             )
         return body, []
     table = goal_ui.goals_table(result.data, lambda goal_id: sessions_href(view, goal_id))
-    pages = goal_ui.pager(
+    pages = link_pager(
         result.meta.page,
         result.meta.total_pages,
         lambda page: dash.get_relative_path("/goals") + view.to_search(page=page),
+        link_class=SMALL_LINKS,
     )
     count = result.meta.total
     summary = html.Div(f"{count} goal" + ("" if count == 1 else "s"), className="muted table-count")
@@ -202,7 +206,7 @@ def _goals_body(view: ViewState, search: str | None, auth: dict | None) -> tuple
             return error_view(exc), []
         found = [g for g in goals if term in (g.name or "").lower() or term in goal_ui.goal_target(g).lower()]
         if not found:
-            return empty_state(f"No goal matches “{search.strip()}”", "Try part of a name, path or event."), []
+            return empty_state(f"No goal matches “{(search or '').strip()}”", "Try part of a name, path or event."), []
         table = goal_ui.goals_table(found, lambda goal_id: sessions_href(view, goal_id))
         summary = html.Div(f"{len(found)} of {len(goals)} goals match", className="muted table-count")
         return [html.Div(table, className="table-scroll"), html.Div(summary, className="table-foot")], [
@@ -436,6 +440,8 @@ def save_goal(
     from api_client import APIError, ValidationError
 
     view = ViewState.from_dict(view_data)
+    if view.site_id is None:
+        raise PreventUpdate
     fields = [o["id"]["field"] for o in ctx.outputs_list[1]]
     config = goal_editor.goal_config(
         goal_type,
@@ -506,6 +512,8 @@ def confirm_delete(yes: int, no: int, goal_id: int | None, refresh: int, view_da
     from api_client import APIError
 
     view = ViewState.from_dict(view_data)
+    if view.site_id is None:
+        raise PreventUpdate
     try:
         session.api_for(auth).delete_goal(view.site_id, goal_id)
     except APIError as exc:
@@ -516,20 +524,19 @@ def confirm_delete(yes: int, no: int, goal_id: int | None, refresh: int, view_da
 
 @callback(
     Output(ids.GOALS_CSV_DOWNLOAD, "data"),
+    Output(ids.GOALS_CSV_STATUS, "children"),
     Input(ids.GOALS_CSV, "n_clicks"),
     State(ids.VIEW, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
-def download_goals(clicks: int, view_data: dict | None, auth: dict | None) -> Any:
+def download_goals(clicks: int, view_data: dict | None, auth: dict | None) -> tuple[Any, Any]:
     """Every goal (all pages) with its numbers for the view, as CSV."""
     if not clicks:
         raise PreventUpdate
-    from api_client import APIError
-
     view = ViewState.from_dict(view_data)
-    try:
-        goals = session.all_goals(session.api_for(auth), view)
-    except APIError:
-        raise PreventUpdate from None
-    return csv_download(goal_ui.goals_frame(goals), f"goals-site{view.site_id}-{view.start_date}-{view.end_date}")
+    name = f"goals-site{view.site_id}-{view.start_date}-{view.end_date}"
+    return downloaded(
+        lambda: session.all_goals(session.api_for(auth), view),
+        lambda goals: csv_download(goal_ui.goals_frame(goals), name),
+    )

@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import dash
-import flask
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 
@@ -23,10 +22,13 @@ from dashboard.components.common import (
     csv_download,
     empty_state,
     error_view,
+    failure_mark,
     loading,
     page_header,
 )
 from dashboard.components.frame import analytics_frame, page_gate
+from dashboard.components.pager import button_pager, link_pager, total_pages
+from dashboard.loads import charted, downloaded
 from dashboard.state import ViewState
 
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ TREND_WORKERS = 4
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """The frame, the error groups and (when a group is chosen) its chart and occurrences."""
     view, gate = page_gate(auth, browser_zone, "/errors", query)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     missing = session.site_gate(auth, view)
     if missing is not None:
@@ -65,7 +67,12 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             page_header(
                 "Errors",
                 "JavaScript errors grouped by message. Choose a group to see when it happens and where.",
-                actions=csv_button(ids.ERRORS_GROUPS_CSV, ids.ERRORS_GROUPS_CSV_DOWNLOAD, "Download groups"),
+                actions=csv_button(
+                    ids.ERRORS_GROUPS_CSV,
+                    ids.ERRORS_GROUPS_CSV_DOWNLOAD,
+                    "Download groups",
+                    status_id=ids.ERRORS_GROUPS_CSV_STATUS,
+                ),
             ),
             # A first view loads the groups before the strip, so the strip's queries do not slow the list down.
             analytics_frame(view, overview_body=prefill.overview(auth, view), overview_after_body=groups_body is None),
@@ -122,7 +129,7 @@ def _groups_body(site: Any, view: ViewState, result: ErrorNamePage) -> tuple[Any
         if view.page > 1:
             body: Any = [
                 empty_state("No more error groups", "This page is past the last group."),
-                comp.link_pager(view.page, pages, href=href, total=total),
+                link_pager(view.page, pages, href, total=total, noun="error group"),
             ]
         else:
             body = empty_state(
@@ -138,14 +145,14 @@ def _groups_body(site: Any, view: ViewState, result: ErrorNamePage) -> tuple[Any
         row_id=lambda index: {"type": ids.ERRORS_GROUP_TYPE, "index": index},
         trend_id=lambda index: {"type": ids.ERRORS_TREND_TYPE, "index": index},
     )
-    pager = comp.link_pager(view.page, pages, href=href, total=total)
+    pager = link_pager(view.page, pages, href, total=total, noun="error group")
     messages = [group.value for group in groups]
     return [notice, listing, pager, dcc.Store(id=ids.ERRORS_TRENDS_LOAD, data=messages)], messages
 
 
 def _trends(api: Any, view: ViewState, messages: list[str], bucket: str) -> list[Any]:
     """One bucketed series per group, fetched side by side (each is a separate query on the server)."""
-    app = flask.current_app._get_current_object()
+    app = session.current_state().server
 
     def fetch(message: str) -> Any:
         with app.app_context():
@@ -214,8 +221,8 @@ def load_trends(messages: list | None, view_data: dict | None, auth: dict | None
     bucket = comp.trend_bucket(view.start_date, view.end_date)
     try:
         trends = _trends(session.api_for(auth), view, list(messages), bucket)
-    except APIError:
-        raise PreventUpdate from None  # the list and its numbers stay; only the small trends are missing
+    except APIError as exc:
+        return [failure_mark(exc) for _ in cells]  # the list and its numbers stay; each trend says it is missing
     return [comp.group_sparkline(trend, view.time_zone) for trend in trends]
 
 
@@ -340,7 +347,12 @@ def _detail(view: ViewState, auth: dict | None) -> Any:
             html.Div(
                 [
                     html.H3("Occurrences"),
-                    csv_button(ids.ERRORS_OCCURRENCES_CSV, ids.ERRORS_OCCURRENCES_CSV_DOWNLOAD, "Download occurrences"),
+                    csv_button(
+                        ids.ERRORS_OCCURRENCES_CSV,
+                        ids.ERRORS_OCCURRENCES_CSV_DOWNLOAD,
+                        "Download occurrences",
+                        status_id=ids.ERRORS_OCCURRENCES_CSV_STATUS,
+                    ),
                 ],
                 className="errors-occurrences-head",
             ),
@@ -356,7 +368,7 @@ def _occurrences(api: Any, view: ViewState, group: Any, page: int) -> list[Any]:
     events = session.cached_call(
         api, "error_events", view.site_id, view.error, view.query(), page=page, limit=OCCURRENCES_PER_PAGE
     )
-    pages = comp.total_pages(int(group.count), OCCURRENCES_PER_PAGE)
+    pages = total_pages(int(group.count), OCCURRENCES_PER_PAGE)
     shown_from = (page - 1) * OCCURRENCES_PER_PAGE + 1
     label = f"{shown_from:,}–{shown_from + len(events) - 1:,} of {int(group.count):,}" if events else ""
     return [
@@ -364,7 +376,7 @@ def _occurrences(api: Any, view: ViewState, group: Any, page: int) -> list[Any]:
         comp.occurrences_list(events, view.time_zone)
         if events
         else empty_state("No occurrences on this page", "Go back a page."),
-        comp.pager(page, pages, prev_id=ids.ERRORS_OCCURRENCES_PREV, next_id=ids.ERRORS_OCCURRENCES_NEXT),
+        button_pager(page, pages, prev_id=ids.ERRORS_OCCURRENCES_PREV, next_id=ids.ERRORS_OCCURRENCES_NEXT),
     ]
 
 
@@ -394,15 +406,12 @@ def change_bucket(bucket: str | None, view_data: dict | None, auth: dict | None)
     view = ViewState.from_dict(view_data)
     if not bucket or view.site_id is None or not view.error or not comp.bucket_allowed(bucket, view.days):
         raise PreventUpdate
-    from api_client import APIError
-
-    try:
-        series = session.cached_call(
+    return charted(
+        lambda: session.cached_call(
             session.api_for(auth), "error_time_series", view.site_id, view.error, view.query(), bucket=bucket
-        )
-    except APIError:
-        raise PreventUpdate from None
-    return comp.errors_time_figure(series, view.time_zone, bucket)
+        ),
+        lambda series: comp.errors_time_figure(series, view.time_zone, bucket),
+    )
 
 
 # The bucket also goes into the address bar, so a copied URL opens the same chart; replaceState does not navigate.
@@ -474,52 +483,49 @@ def _all_pages(fetch: Any) -> list[Any]:
 
 @callback(
     Output(ids.ERRORS_GROUPS_CSV_DOWNLOAD, "data"),
+    Output(ids.ERRORS_GROUPS_CSV_STATUS, "children"),
     Input(ids.ERRORS_GROUPS_CSV, "n_clicks"),
     State(ids.VIEW, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
-def download_groups(clicks: int, view_data: dict | None, auth: dict | None) -> Any:
+def download_groups(clicks: int, view_data: dict | None, auth: dict | None) -> tuple[Any, Any]:
     """Every error group of the view (dates, zone and filters applied) as CSV."""
     if not clicks:
         raise PreventUpdate
-    from api_client import APIError
-
     view = ViewState.from_dict(view_data)
     api = session.api_for(auth)
-    try:
-        rows = _all_pages(
+    name = f"errors-site{view.site_id}-{view.start_date}-{view.end_date}"
+    return downloaded(
+        lambda: _all_pages(
             lambda page: session.cached_call(
                 api, "error_names", view.site_id, view.query(), page=page, limit=CSV_PAGE_SIZE
             )
-        )
-    except APIError:
-        raise PreventUpdate from None
-    return csv_download(comp.error_groups_frame(rows), f"errors-site{view.site_id}-{view.start_date}-{view.end_date}")
+        ),
+        lambda rows: csv_download(comp.error_groups_frame(rows), name),
+    )
 
 
 @callback(
     Output(ids.ERRORS_OCCURRENCES_CSV_DOWNLOAD, "data"),
+    Output(ids.ERRORS_OCCURRENCES_CSV_STATUS, "children"),
     Input(ids.ERRORS_OCCURRENCES_CSV, "n_clicks"),
     State(ids.ERRORS_DETAIL_VIEW, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
-def download_occurrences(clicks: int, view_data: dict | None, auth: dict | None) -> Any:
+def download_occurrences(clicks: int, view_data: dict | None, auth: dict | None) -> tuple[Any, Any]:
     """Every occurrence of the chosen group as CSV, times in the view's zone and in UTC."""
     view = ViewState.from_dict(view_data)
     if not clicks or not view.error:
         raise PreventUpdate
-    from api_client import APIError
-
     api = session.api_for(auth)
-    try:
-        rows = _all_pages(
+    name = f"error-occurrences-site{view.site_id}-{view.start_date}-{view.end_date}"
+    return downloaded(
+        lambda: _all_pages(
             lambda page: session.cached_call(
                 api, "error_events", view.site_id, view.error, view.query(), page=page, limit=CSV_PAGE_SIZE
             )
-        )
-    except APIError:
-        raise PreventUpdate from None
-    name = f"error-occurrences-site{view.site_id}-{view.start_date}-{view.end_date}"
-    return csv_download(comp.error_events_frame(rows, view.time_zone), name)
+        ),
+        lambda rows: csv_download(comp.error_events_frame(rows, view.time_zone), name),
+    )

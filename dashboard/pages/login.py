@@ -10,6 +10,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components.common import alert
+from dashboard.components.frame import safe_next
 
 dash.register_page(__name__, path="/login", title="Sign in · sitelens", order=100)
 
@@ -17,13 +18,6 @@ REASONS = {
     "expired": ("Your session has ended. Please sign in again.", "warning"),
     "signed_out": ("You are signed out.", "info"),
 }
-
-
-def safe_next(raw: Any) -> str:
-    """Where to go after sign-in: a path on this site only (never another origin)."""
-    if isinstance(raw, str) and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw:
-        return raw
-    return "/sites"
 
 
 def layout(
@@ -134,16 +128,18 @@ def sign_in(
     api = session.api_for(None)
     try:
         if mode == "key":
-            if not (api_key or "").strip():
+            key = (api_key or "").strip()
+            if not key:
                 return no_update, no_update, alert("Enter an API key.")
-            me = session.api_for({"token": api_key.strip()}).me()
+            me = session.api_for({"token": key}).me()
             # An API key outlives this tab: sign-out forgets it here but never revokes it.
-            auth = {"token": api_key.strip(), "email": me.email, "kind": "key"}
+            auth = {"token": key, "email": me.email, "kind": "key"}
         else:
-            if not (email or "").strip() or not password:
+            address = (email or "").strip()
+            if not address or not password:
                 return no_update, no_update, alert("Enter your email and password.")
-            result = api.login(email.strip(), password)
-            auth = {"token": result.token, "email": result.email or email.strip(), "kind": "login"}
+            result = api.login(address, password)
+            auth = {"token": result.token, "email": result.email or address, "kind": "login"}
     except AuthenticationError:
         wrong = "That API key is not valid." if mode == "key" else "The email or password is not right."
         return no_update, no_update, alert(wrong)

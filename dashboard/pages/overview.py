@@ -11,8 +11,9 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import overview as ui
-from dashboard.components.common import card, error_view, loading, page_header
+from dashboard.components.common import card, error_view, failure_mark, loading, page_header
 from dashboard.components.frame import analytics_frame, page_gate
+from dashboard.loads import charted, shown
 from dashboard.state import ViewState
 
 dash.register_page(
@@ -97,13 +98,10 @@ def load_tiles(view_data: dict | None, auth: dict | None) -> Any:
     view = ViewState.from_dict(view_data)
     if view.site_id is None:
         raise PreventUpdate
-    from api_client import APIError
-
-    try:
-        both = session.cached_call(session.api_for(auth), "overview_compared", view.site_id, view.query())
-    except APIError as exc:
-        return error_view(exc)
-    return ui.headline_tiles(both.current, both.previous)
+    return shown(
+        lambda: session.cached_call(session.api_for(auth), "overview_compared", view.site_id, view.query()),
+        lambda both: ui.headline_tiles(both.current, both.previous),
+    )
 
 
 @callback(
@@ -117,16 +115,13 @@ def load_chart(view_data: dict | None, metric: str | None, auth: dict | None) ->
     view = ViewState.from_dict(view_data)
     if view.site_id is None:
         raise PreventUpdate
-    from api_client import APIError
-
     bucket = view.bucket if view.bucket in ui.BUCKETS else ui.default_bucket(view.days)
-    try:
-        series = session.cached_call(
+    return charted(
+        lambda: session.cached_call(
             session.api_for(auth), "overview_time_series_compared", view.site_id, view.query(), bucket=bucket
-        )
-    except APIError:
-        raise PreventUpdate from None  # the tiles above say what went wrong
-    return ui.series_figure(series.current, series.previous, metric or "users", bucket)
+        ),
+        lambda series: ui.series_figure(series.current, series.previous, metric or "users", bucket),
+    )
 
 
 @callback(
@@ -175,13 +170,7 @@ def load_goals(view_data: dict | None, auth: dict | None) -> Any:
     view = ViewState.from_dict(view_data)
     if view.site_id is None:
         raise PreventUpdate
-    from api_client import APIError
-
-    try:
-        goals = session.all_goals(session.api_for(auth), view)
-    except APIError as exc:
-        return error_view(exc)
-    return ui.goal_rows(goals)
+    return shown(lambda: session.all_goals(session.api_for(auth), view), ui.goal_rows)
 
 
 @callback(
@@ -217,6 +206,6 @@ def refresh_live(_: int | None, view_data: dict | None, auth: dict | None) -> An
 
     try:
         live = session.api_for(auth).live(view.site_id, LIVE_MINUTES)
-    except APIError:
-        return ""
+    except APIError as exc:
+        return failure_mark(exc, "live count unavailable")
     return ui.live_badge(live)

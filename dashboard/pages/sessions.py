@@ -10,8 +10,9 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import sessions as sessions_ui
-from dashboard.components.common import card, error_view, loading, page_header
+from dashboard.components.common import card, loading, page_header
 from dashboard.components.frame import analytics_frame, page_gate
+from dashboard.loads import shown
 from dashboard.state import ViewState
 
 dash.register_page(
@@ -48,14 +49,11 @@ def load_sessions(view_data: dict | None, auth: dict | None) -> Any:
     view = ViewState.from_dict(view_data)
     if view.site_id is None:
         raise PreventUpdate
-    from api_client import APIError
-
-    try:
-        page = session.cached_call(
-            session.api_for(auth), "sessions", view.site_id, view.query(), page=view.page, limit=PAGE_SIZE
-        )
-    except APIError as exc:
-        return error_view(exc)
     search = view.to_search(page=1)
     href = lambda number: dash.get_relative_path("/sessions") + view.to_search(page=number)  # noqa: E731
-    return sessions_ui.session_list(page.rows, page.total_count, view, search, href, PAGE_SIZE)
+    return shown(
+        lambda: session.cached_call(
+            session.api_for(auth), "sessions", view.site_id, view.query(), page=view.page, limit=PAGE_SIZE
+        ),
+        lambda page: sessions_ui.session_list(page.rows, page.total_count, view, search, href, PAGE_SIZE),
+    )

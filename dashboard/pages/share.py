@@ -18,6 +18,7 @@ from dashboard.components import channels as channel_ui
 from dashboard.components import goals as goal_ui
 from dashboard.components.common import card, empty_state, error_view, invalid_link, loading
 from dashboard.components.frame import analytics_frame, overview_block, overview_strip, waiting_for_zone
+from dashboard.components.pager import SMALL_LINKS, link_pager
 from dashboard.state import ViewState, parse_view
 
 dash.register_page(__name__, path_template="/share/<site_id>", title="Shared view · sitelens", name="Shared view")
@@ -110,7 +111,9 @@ def _goals(api: Any, view: ViewState) -> Any:
     table = goal_ui.goals_table(
         result.data, lambda goal_id: share_href(view, "sessions", goal=goal_id, page=1), read_only=True
     )
-    pages = goal_ui.pager(result.meta.page, result.meta.total_pages, lambda p: share_href(view, "goals", page=p))
+    pages = link_pager(
+        result.meta.page, result.meta.total_pages, lambda p: share_href(view, "goals", page=p), link_class=SMALL_LINKS
+    )
     return [
         html.H2("Goals", className="card-title section-title"),
         html.Div(table, className="table-scroll"),

@@ -11,7 +11,16 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import sites as sites_ui
-from dashboard.components.common import app_href, card, empty_state, error_view, page_header, redirect
+from dashboard.components.common import (
+    app_href,
+    card,
+    empty_state,
+    error_view,
+    failure_mark,
+    failure_note,
+    page_header,
+    redirect,
+)
 from dashboard.components.frame import login_href
 
 dash.register_page(__name__, path="/sites", title="Sites · sitelens", name="Sites", nav_label="Sites", order=0)
@@ -114,8 +123,8 @@ def load_stats(_: list | None, slots: list[dict], auth: dict | None) -> list:
         try:
             overview = api.overview(slot["site"], day)
             series = api.overview_time_series(slot["site"], day, bucket="hour")
-        except APIError:
-            out.append("")
+        except APIError as exc:
+            out.append(failure_mark(exc))
             continue
         out.append(sites_ui.site_stats(overview, series))
     return out
@@ -170,8 +179,9 @@ def watch_first_pageview(_: int, site_id: int | None, auth: dict | None) -> tupl
         raise PreventUpdate
     try:
         live = session.api_for(auth).live(site_id, 60)
-    except APIError:
-        raise PreventUpdate from None
+    except APIError as exc:
+        # Keep asking (the API may come back), and say why nothing arrives meanwhile.
+        return [sites_ui.snippet_status(False), failure_note(exc)], dash.no_update
     if not live.pageviews:
-        raise PreventUpdate
+        return sites_ui.snippet_status(False), dash.no_update  # (also clears a failure an earlier tick reported)
     return sites_ui.snippet_status(True), True

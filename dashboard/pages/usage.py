@@ -16,6 +16,7 @@ from dashboard import ids, session
 from dashboard.components import usage as comp
 from dashboard.components.common import card, csv_button, csv_download, empty_state, error_view, loading, page_header
 from dashboard.components.frame import analytics_frame, page_gate
+from dashboard.loads import downloaded, shown
 from dashboard.state import ViewState
 
 dash.register_page(
@@ -37,7 +38,7 @@ def _usage_query(view: ViewState) -> Any:
 def layout(auth: dict | None = None, share: dict | None = None, browser_zone: str | None = None, **query: Any) -> Any:
     """Organization picker, date controls, totals and the stacked daily chart."""
     view, gate = page_gate(auth, browser_zone, "/usage", query, need_site=False)
-    if gate is not None:
+    if gate is not None or view is None:
         return gate
     missing = session.site_gate(auth, view)
     if missing is not None:
@@ -72,7 +73,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             page_header(
                 "Usage",
                 "Events recorded per day across every site of the organization.",
-                actions=[picker, csv_button(ids.USAGE_CSV, ids.USAGE_CSV_DOWNLOAD)],
+                actions=[picker, csv_button(ids.USAGE_CSV, ids.USAGE_CSV_DOWNLOAD, status_id=ids.USAGE_CSV_STATUS)],
             ),
             analytics_frame(view, overview=False),
             loading(None, ids.USAGE_BODY),
@@ -91,12 +92,13 @@ def load_usage(view_data: dict | None, auth: dict | None) -> Any:
     view = ViewState.from_dict(view_data)
     if not view.org:
         raise PreventUpdate
-    from api_client import APIError
+    return shown(
+        lambda: session.cached_call(session.api_for(auth), "org_usage", view.org, _usage_query(view)), _usage_body
+    )
 
-    try:
-        rows = session.cached_call(session.api_for(auth), "org_usage", view.org, _usage_query(view))
-    except APIError as exc:
-        return error_view(exc)
+
+def _usage_body(rows: Any) -> list[Any]:
+    """The totals card and the daily chart of the usage rows."""
     frame = comp.usage_frame(rows)
     totals = comp.usage_totals(frame)
     tiles = comp.usage_totals_grid(totals, item_id=lambda field: f"{ids.USAGE_TOTAL_PREFIX}-{field}")
@@ -135,20 +137,19 @@ def pick_org(org_id: str | None, view_data: dict | None) -> str:
 
 @callback(
     Output(ids.USAGE_CSV_DOWNLOAD, "data"),
+    Output(ids.USAGE_CSV_STATUS, "children"),
     Input(ids.USAGE_CSV, "n_clicks"),
     State(ids.VIEW, "data"),
     State(ids.AUTH, "data"),
     prevent_initial_call=True,
 )
-def download_usage(clicks: int, view_data: dict | None, auth: dict | None) -> Any:
+def download_usage(clicks: int, view_data: dict | None, auth: dict | None) -> tuple[Any, Any]:
     """The daily rows of the view as CSV (one row per day, nine categories and the total)."""
     view = ViewState.from_dict(view_data)
     if not clicks or not view.org:
         raise PreventUpdate
-    from api_client import APIError
-
-    try:
-        rows = session.cached_call(session.api_for(auth), "org_usage", view.org, _usage_query(view))
-    except APIError:
-        raise PreventUpdate from None
-    return csv_download(comp.usage_frame(rows), f"usage-{view.org}-{view.start_date}-{view.end_date}")
+    name = f"usage-{view.org}-{view.start_date}-{view.end_date}"
+    return downloaded(
+        lambda: session.cached_call(session.api_for(auth), "org_usage", view.org, _usage_query(view)),
+        lambda rows: csv_download(comp.usage_frame(rows), name),
+    )

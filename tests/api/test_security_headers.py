@@ -9,6 +9,7 @@ import httpx
 
 from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account
 from tests.support.dashboard import sign_in
 
@@ -67,7 +68,7 @@ def test_dash_headers004_dashboard_runs_under_its_csp(dash_duo, services, api_ba
             [{"site_id": shop.site_id, "timestamp": datetime(2026, 4, 2, 12), "session_id": "s", "type": "pageview"}]
         )
     )
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     headers = httpx.get(dash_duo.server_url + "/login").headers
     assert "'unsafe-inline'" not in headers["content-security-policy"].split("style-src")[0]
     assert headers["x-frame-options"] == "DENY" and headers["x-content-type-options"] == "nosniff"

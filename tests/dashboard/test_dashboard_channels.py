@@ -7,6 +7,7 @@ import math
 from selenium.webdriver.common.by import By
 
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import PASSWORD, make_account, make_site
 from tests.support.dashboard import click, screenshots, sign_in
 from tests.support.dashboard_data import load_demo
@@ -32,7 +33,7 @@ def test_dash_channels001_ranking_table_and_chart(dash_duo, services, api_base, 
         "event",
         {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"},
     )
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     dash_duo.wait_for_element("#login-email", timeout=10)
     dash_duo.find_element("#login-email").send_keys("owner@example.com")
     dash_duo.find_element("#login-password").send_keys(PASSWORD)
@@ -88,7 +89,7 @@ def test_dash_channels002_opens_on_the_goal_with_most_conversions_and_groups_tho
     # The first goal never converts; the ranking must not open on it.
     services.metadata.create_goal(site.site_id, "Nobody", "path", {"pathPattern": "/never"})
     services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.get(f"{dash_duo.server_url}/channels?site={site.site_id}")
     dash_duo.wait_for_contains_text("#channels-table", "Direct", timeout=15)

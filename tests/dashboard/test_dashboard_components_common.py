@@ -18,6 +18,10 @@ from dashboard.components.common import (
     data_table,
     empty_state,
     error_view,
+    failure_figure,
+    failure_mark,
+    failure_message,
+    failure_note,
     format_change,
     format_duration,
     format_number,
@@ -104,6 +108,33 @@ def test_redirect_marker_carries_href():
     assert marker["props"]["data-href"] == "/login?next=%2Fgoals"
     assert "data-clear-auth" not in marker["props"]
     assert redirect("/login", clear_auth=True).to_plotly_json()["props"]["data-clear-auth"] == "1"
+    assert "data-come-back" not in marker["props"]
+    assert redirect("/login", come_back=True).to_plotly_json()["props"]["data-come-back"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("exc", "short"),
+    [
+        (AuthenticationError(401, None, "expired"), "Your session has ended. Please sign in again."),
+        (APIConnectionError(None, None, "refused"), "The dashboard cannot reach the API right now."),
+        (NotFoundError(404, None, "gone"), "Not found. It may have been deleted, or you have no access to it."),
+        (ServerError(500, None, "x", request_id="abc"), "The server failed to answer (reference abc)."),
+        (ValidationError(400, None, "bad", [{"field": "goal", "message": "unknown"}]), "refused this request. goal"),
+        (RuntimeError("secret traceback text"), "Something went wrong"),
+    ],
+)
+def test_short_failures_say_what_the_full_view_says(exc, short):
+    assert short in failure_message(exc)
+    assert "secret" not in failure_message(exc)
+    note = failure_note(exc).to_plotly_json()
+    assert note["props"]["role"] == "alert" and failure_message(exc) in texts(failure_note(exc))
+    # Only an ended sign-in sends the person on, back to this page afterwards.
+    marker = '"data-come-back": "1"' in json.dumps(note, default=lambda o: o.to_plotly_json())
+    assert marker is isinstance(exc, AuthenticationError)
+    figure = failure_figure(exc)
+    assert figure["data"] == [] and figure["layout"]["annotations"][0]["text"] == failure_message(exc)
+    mark = failure_mark(exc, "unavailable")
+    assert mark.children == "unavailable" and mark.title == failure_message(exc)
 
 
 def test_error_view_kinds():

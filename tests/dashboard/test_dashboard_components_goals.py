@@ -128,14 +128,6 @@ def test_sessions_frame_in_the_chosen_zone():
     assert goal_ui.sessions_frame([session], "UTC").iloc[0]["session_start"] == "2026-03-01 23:30:00"
 
 
-def test_pager_links_and_ends():
-    pager = goal_ui.pager(2, 3, lambda page: f"/goals?page={page}")
-    text = as_json(pager)
-    assert "/goals?page=1" in text and "/goals?page=3" in text and "Page 2 of 3" in text
-    last = as_json(goal_ui.pager(1, None, lambda page: f"?page={page}", has_next=False))
-    assert "?page=2" not in last and "disabled" in last
-
-
 def test_sessions_body_pages_from_the_goal_total():
     from dashboard.state import ViewState
 

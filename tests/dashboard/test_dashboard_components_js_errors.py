@@ -211,61 +211,6 @@ def test_groups_list_header_and_rows():
     assert "Occurrences" in texts(listing)
 
 
-def test_pager_disables_ends():
-    first = comp.pager(1, 3, prev_id="p", next_id="n")
-    buttons = find(first, lambda n: type(n).__name__ == "Button")
-    assert buttons[0].disabled is True and buttons[1].disabled is False
-    assert "Page 1 of 3" in texts(first)
-    last = comp.pager(3, 3, prev_id="p", next_id="n")
-    buttons = find(last, lambda n: type(n).__name__ == "Button")
-    assert buttons[0].disabled is False and buttons[1].disabled is True
-    assert comp.total_pages(0, 10) == 1 and comp.total_pages(21, 10) == 3
-
-
-def _pager_parts(component) -> dict[str, object]:
-    """The pager's previous / next elements and its label and total texts, by class."""
-    parts = {}
-    for node in find(component, lambda n: isinstance(getattr(n, "className", None), str)):
-        for name in ("pager-prev", "pager-next", "pager-label", "pager-total"):
-            if name in node.className.split():
-                parts[name] = node
-    return parts
-
-
-@pytest.mark.parametrize(
-    ("page", "total", "label", "prev_href", "next_href"),
-    [
-        # 23 groups of 10 per page: 3 pages.
-        (1, 23, "Page 1 of 3", None, "?page=2"),
-        (2, 23, "Page 2 of 3", "?page=1", "?page=3"),
-        (3, 23, "Page 3 of 3", "?page=2", None),
-        # Past the end (an edited address): Previous leads back to the last page.
-        (7, 23, "Page 7 of 3", "?page=3", None),
-        # Exactly one full page: no next.
-        (1, 10, "Page 1 of 1", None, None),
-    ],
-)
-def test_link_pager_counts_pages_and_disables_the_ends(page, total, label, prev_href, next_href):
-    pages = comp.total_pages(total, 10)
-    parts = _pager_parts(comp.link_pager(page, pages, href=lambda p: f"?page={p}", total=total))
-    assert parts["pager-label"].children == label
-    assert parts["pager-total"].children == f"{total} error groups"
-    for name, href in (("pager-prev", prev_href), ("pager-next", next_href)):
-        node = parts[name]
-        if href is None:
-            assert type(node).__name__ == "Span" and "disabled" in node.className.split()
-            assert node.to_plotly_json()["props"]["aria-disabled"] == "true"
-        else:
-            assert type(node).__name__ == "Link" and node.href == href
-
-
-def test_link_pager_total_is_optional_and_singular():
-    assert "pager-total" not in _pager_parts(comp.link_pager(1, 1, href=str))
-    assert _pager_parts(comp.link_pager(1, 1, href=str, total=1))["pager-total"].children == "1 error group"
-    # An empty list still reads "Page 1 of 1".
-    assert _pager_parts(comp.link_pager(1, 0, href=str, total=0))["pager-label"].children == "Page 1 of 1"
-
-
 def test_detail_header_full_message_and_plural():
     one = comp.error_detail_header(group(value="x" * 400, count=1, sessions=1))
     strings = texts(one)

@@ -8,6 +8,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
 from tests.support.dashboard import click, screenshots, settled, sign_in
 
@@ -19,7 +20,7 @@ def visible(dash_duo, selector: str) -> list:
 
 
 def test_dash_details001_sign_in_shows_the_logo_once(dash_duo, services, api_base, output_dir):
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     dash_duo.driver.get(dash_duo.server_url + "/login")
     dash_duo.wait_for_element("#login-email", timeout=15)
     assert len(visible(dash_duo, ".brand-mark")) == 1
@@ -28,7 +29,7 @@ def test_dash_details001_sign_in_shows_the_logo_once(dash_duo, services, api_bas
 
 def test_dash_details002_an_unknown_site_is_one_message_without_controls(dash_duo, services, api_base, output_dir):
     make_account(services, "owner@example.com")
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     for path in SITE_PAGES:
         dash_duo.driver.get(f"{dash_duo.server_url}{path}?site=999&goal=1")
@@ -45,7 +46,7 @@ def test_dash_details002_an_unknown_site_is_one_message_without_controls(dash_du
 def test_dash_details003_leaving_settings_with_unsaved_changes_asks(dash_duo, services, api_base, output_dir):
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.get(f"{dash_duo.server_url}/settings?site={site.site_id}")
     dash_duo.wait_for_element("#settings-excluded-ips", timeout=15)

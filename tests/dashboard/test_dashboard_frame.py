@@ -12,6 +12,7 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import PASSWORD, free_port, make_account, make_site
 from tests.support.dashboard import click, sign_in
 
@@ -20,7 +21,7 @@ def test_dash_frame001_sign_in_pick_site_sign_out(dash_duo, services, api_base, 
     owner = make_account(services, "owner@example.com")
     make_site(services, owner, "shop.example.com")
     make_site(services, owner, "blog.example.org")
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
 
     # "/" sends a signed-out person to sign-in.
     dash_duo.wait_for_element(".login-card", timeout=10)
@@ -47,7 +48,9 @@ def test_dash_frame002_revoked_token_returns_to_sign_in(dash_duo, services, api_
     owner = make_account(services, "owner@example.com")
     make_site(services, owner, "shop.example.com")
     # No response cache here: the point is what the dashboard does with the API's 401 on the next call.
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api", cache_config={"CACHE_TYPE": "NullCache"}))
+    dash_duo.start_server(
+        create_dashboard(DashboardSettings(api_url=api_base + "/api", cache_config={"CACHE_TYPE": "NullCache"}))
+    )
     dash_duo.wait_for_element(".login-card", timeout=10)
     sign_in(dash_duo, "owner@example.com", expect_sites=False)
     dash_duo.wait_for_contains_text("#sites-list", "shop.example.com", timeout=10)
@@ -65,7 +68,7 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
     owner = make_account(services, "owner@example.com")
     shop = make_site(services, owner, "shop.example.com")
     blog = make_site(services, owner, "blog.example.org")
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
 
     # A remote API: sign in with an API key instead of a password.
     dash_duo.wait_for_element(".login-card", timeout=10)
@@ -150,7 +153,7 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
 
 def test_dash_frame004_api_unreachable_is_said_plainly(dash_duo, output_dir):
     # Nothing listens on this port: every call fails to connect.
-    dash_duo.start_server(create_dashboard(api_url=f"http://127.0.0.1:{free_port()}/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=f"http://127.0.0.1:{free_port()}/api")))
     dash_duo.wait_for_element(".login-card", timeout=10)
     sign_in(dash_duo, "owner@example.com", expect_sites=False)
     dash_duo.wait_for_contains_text("#login-message", "cannot reach the API", timeout=10)
@@ -161,7 +164,7 @@ def test_dash_frame005_someone_elses_site_is_not_shown(dash_duo, services, api_b
     owner = make_account(services, "owner@example.com")
     make_account(services, "stranger@example.com")
     site = make_site(services, owner, "shop.example.com")
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     dash_duo.wait_for_element(".login-card", timeout=10)
     sign_in(dash_duo, "stranger@example.com", expect_sites=False)
     dash_duo.wait_for_contains_text("#sites-list", "not in any organization", timeout=10)

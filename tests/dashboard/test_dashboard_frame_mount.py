@@ -6,6 +6,7 @@ from fastapi.testclient import TestClient
 
 from api_backend.settings import load_settings
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from sitelens.mount import create_combined_app, dashboard_api_url
 
 
@@ -32,7 +33,7 @@ def test_dashboard_api_url_defaults_to_this_server_on_loopback(tmp_path):
 
 def test_create_dashboard_connects_to_nothing_until_asked():
     # An unreachable API address is fine: nothing is contacted while the app is built or its shell is served.
-    app = create_dashboard("http://127.0.0.1:9/api", requests_pathname_prefix="/")
+    app = create_dashboard(DashboardSettings(api_url="http://127.0.0.1:9/api"), requests_pathname_prefix="/")
     client = app.server.test_client()
     assert client.get("/login").status_code == 200
     layout = client.get("/_dash-layout").get_json()

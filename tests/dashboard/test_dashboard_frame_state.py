@@ -13,6 +13,7 @@ import pytest
 from api_client import AuthenticationError, Filter
 from dashboard import session
 from dashboard.components import frame
+from dashboard.settings import DashboardSettings
 from dashboard.state import ViewState, parse_view, preset_range, shift_range, today_in
 
 NOW = datetime(2026, 3, 10, 23, 30, tzinfo=UTC)
@@ -192,7 +193,7 @@ class CountingAPI:
 
 def test_cached_call_keys_on_credential_and_arguments_and_invalidates():
     app = flask.Flask(__name__)
-    session.bind_server(app, "http://api.test/api")
+    session.bind_server(app, DashboardSettings(api_url="http://api.test/api"))
     with app.app_context():
         alice, bob = CountingAPI(token="alice"), CountingAPI(token="bob")
         first = session.cached_call(alice, "goals", 1, "q", page=1)
@@ -220,7 +221,7 @@ def test_cached_call_keys_on_credential_and_arguments_and_invalidates():
 
 def test_api_for_prefers_the_sign_in_token_over_a_private_key():
     app = flask.Flask(__name__)
-    session.bind_server(app, "http://api.test/api")
+    session.bind_server(app, DashboardSettings(api_url="http://api.test/api"))
     with app.app_context():
         signed_in = session.api_for({"token": "tok"}, {"privateKey": "key", "siteId": "1"})
         assert (signed_in.token, signed_in.private_key, signed_in.base_url) == ("tok", None, "http://api.test/api")
@@ -250,7 +251,7 @@ def test_forward_step_stops_at_today_and_suggestions():
 
 def test_cached_answers_stop_when_the_credential_is_revoked(monkeypatch):
     app = flask.Flask(__name__)
-    session.bind_server(app, "http://api.test/api")
+    session.bind_server(app, DashboardSettings(api_url="http://api.test/api"))
     clock = [1000.0]
     monkeypatch.setattr(cachelib.simple, "time", lambda: clock[0])  # the clock SimpleCache expires entries by
     with app.app_context():
@@ -260,7 +261,7 @@ def test_cached_answers_stop_when_the_credential_is_revoked(monkeypatch):
         session.cached_call(carol, "goals", 1, "q")  # ...and trusted for a while
         assert (carol.calls, carol.checks) == (1, 1)
         carol.revoked = True
-        clock[0] += session.VERIFY_SECONDS + 1
+        clock[0] += DashboardSettings.verify_seconds + 1
         with pytest.raises(AuthenticationError):
             session.cached_call(carol, "goals", 1, "q")
 

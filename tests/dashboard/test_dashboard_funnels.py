@@ -5,6 +5,7 @@ from __future__ import annotations
 from selenium.webdriver.common.by import By
 
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
 from tests.support.dashboard import sign_in
 from tests.support.dashboard_data import load_demo
@@ -19,7 +20,7 @@ def test_dash_funnels001_build_analyze_compare(dash_duo, services, api_base, out
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.set_window_size(1440, 1200)
     dash_duo.driver.get(f"{dash_duo.server_url}/funnels?site={site.site_id}&time_zone=UTC")

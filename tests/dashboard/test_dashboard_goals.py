@@ -14,6 +14,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
 from tests.support.dashboard import click, screenshots, settled, sign_in
 from tests.support.dashboard_data import load_demo
@@ -50,7 +51,7 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     click(dash_duo, f"#site-{site.site_id}")
     dash_duo.wait_for_element("#overview-tiles", timeout=10)
@@ -148,7 +149,7 @@ def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, a
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
     services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     click(dash_duo, f"#site-{site.site_id}")
     dash_duo.wait_for_element("#overview-tiles", timeout=10)
@@ -205,7 +206,7 @@ def test_dash_goals003_time_to_main_table(dash_duo, services, api_base, output_d
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
     goal = services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     pages = {
         "goals": (f"/goals?site={site.site_id}", "#goals-table"),
@@ -229,7 +230,7 @@ def test_dash_goals004_page_opened_again_is_drawn_with_its_layout(dash_duo, serv
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
     goal = services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     url = f"{dash_duo.server_url}/goals?site={site.site_id}&time_zone=UTC"
     dash_duo.driver.get(url)
@@ -262,7 +263,7 @@ def test_dash_goals005_never_matching_patterns_are_refused_beside_the_field_and_
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={site.site_id}")
     dash_duo.wait_for_contains_text("#goals-body", "No goals yet", timeout=15)

@@ -13,6 +13,7 @@ from selenium.webdriver.common.by import By
 
 from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site, wait_until
 from tests.support.dashboard import callback_round_trips, click, screenshots, settled, sign_in
 
@@ -88,7 +89,7 @@ def test_dash_errors001_groups_open_stack_and_bucket(dash_duo, services, api_bas
     }
     share = {m: f"{occurrences[m] * 100 / len(errors):.1f}%" for m in occurrences}
 
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.get(f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}")
     dash_duo.wait_for_element(".error-group[data-index='1']", timeout=15)
@@ -140,7 +141,7 @@ def test_dash_errors002_filtered_groups_csv_and_occurrence_pages(dash_duo, servi
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com", track_errors=False)
     load_events(services, site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     # A page filter applies to the error events themselves: only the checkout errors remain.
     only_checkout = quote(json.dumps([{"parameter": "pathname", "type": "equals", "value": ["/checkout"]}]))
@@ -183,7 +184,7 @@ def test_dash_errors003_sparklines_follow_the_list_and_a_reopened_page_draws_it_
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com", track_errors=True)
     load_events(services, site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     url = f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}"
     dash_duo.driver.get(url)
@@ -251,7 +252,7 @@ def test_dash_errors004_groups_pager_counts_pages_and_disables_its_ends(dash_duo
     assert (len(ranked), pages) == (23, 3)
     expected_total = f"{len(ranked)} error groups"
 
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.get(f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}")
     dash_duo.wait_for_text_to_equal("#errors-groups .pager-label", f"Page 1 of {pages}", timeout=15)
@@ -304,7 +305,7 @@ def test_dash_errors005_opening_a_group_redraws_only_the_detail_and_scrolls_to_i
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com", track_errors=True)
     load_events(services, site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.get(f"{dash_duo.server_url}/errors?site={site.site_id}&{RANGE}")
     dash_duo.wait_for_element(".error-group[data-index='1']", timeout=15)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
 from tests.support.dashboard import screenshots, sign_in
 
@@ -50,7 +51,7 @@ def test_dash_overview001_fair_thin_and_loading(dash_duo, services, api_base, ou
         )
     )
     dash_duo.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH_CHANGES})
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
 
     dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={fair.site_id}&time_zone=UTC")

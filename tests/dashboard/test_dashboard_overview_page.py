@@ -7,6 +7,7 @@ from urllib.parse import parse_qs, urlparse
 from selenium.webdriver.common.by import By
 
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
 from tests.support.dashboard import click, sign_in
 from tests.support.dashboard_data import load_demo
@@ -17,7 +18,7 @@ def test_dash_overview_page001_numbers_range_and_row_filter(dash_duo, services, 
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
     services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.set_window_size(1440, 2200)
 

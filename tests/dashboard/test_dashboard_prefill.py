@@ -17,6 +17,7 @@ from api_client import AuthenticationError, NotFoundError
 from dashboard import ids, prefill, session
 from dashboard.components import frame
 from dashboard.components import js_errors as error_ui
+from dashboard.settings import DashboardSettings
 from dashboard.state import ViewState, today_in
 from tests.support import make_account, make_site
 from tests.support.dashboard_data import load_demo
@@ -51,7 +52,7 @@ class SlowAPI:
 @pytest.fixture
 def flask_app() -> flask.Flask:
     app = flask.Flask(__name__)
-    session.bind_server(app, "http://api.test/api")
+    session.bind_server(app, DashboardSettings(api_url="http://api.test/api"))
     return app
 
 
@@ -76,7 +77,7 @@ def test_peek_of_a_revoked_credential_is_a_miss_not_an_error(flask_app, monkeypa
         api = SlowAPI(delay=0)
         session.cached_call(api, "goals", 1, "q")
         api.revoked = True
-        clock[0] += session.VERIFY_SECONDS + 1
+        clock[0] += DashboardSettings.verify_seconds + 1
         # The layout then shows its loading state; the callback reports the ended sign-in.
         assert session.peek(api, "goals", 1, "q") is None
 
@@ -192,7 +193,7 @@ def test_overview_is_drawn_from_the_cache_of_the_real_api(services, api_base):
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
     app = flask.Flask(__name__)
-    session.bind_server(app, api_base + "/api")
+    session.bind_server(app, DashboardSettings(api_url=api_base + "/api"))
     auth = {"token": owner.api_key, "kind": "key"}
     today = today_in("UTC")
     view = ViewState(site_id=site.site_id, start_date=today - timedelta(days=29), end_date=today, time_zone="UTC")
@@ -229,7 +230,7 @@ def test_error_names_page_is_peeked_with_its_total_and_dropped_with_its_site(ser
     ]
     services.events.append(rows_to_table(rows))
     app = flask.Flask(__name__)
-    session.bind_server(app, api_base + "/api")
+    session.bind_server(app, DashboardSettings(api_url=api_base + "/api"))
     auth = {"token": owner.api_key, "kind": "key"}
     view = ViewState(site_id=site.site_id, start_date=date(2026, 3, 1), end_date=date(2026, 3, 7), time_zone="UTC")
     with app.app_context():

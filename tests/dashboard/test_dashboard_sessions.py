@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
 from tests.support.dashboard import sign_in
 from tests.support.dashboard_data import demo_rows
@@ -32,7 +33,7 @@ def test_dash_sessions001_list_timeline_user(dash_duo, services, api_base, outpu
     site = make_site(services, owner, "shop.example.com")
     seed(services, site.site_id)
     goal = services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.set_window_size(1440, 1000)
 

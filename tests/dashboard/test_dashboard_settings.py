@@ -10,6 +10,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site, wait_until
 from tests.support.dashboard import callback_round_trips, click, settled, sign_in
 
@@ -37,7 +38,7 @@ def severe(dash_duo) -> list:
 def test_dash_settings001_owner_saves_switches_lists_and_private_link(dash_duo, services, api_base, output_dir):
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     open_settings(dash_duo, site.site_id)
     dash_duo.wait_for_contains_text(".page-subtitle", "shop.example.com", timeout=10)
@@ -119,7 +120,7 @@ def test_dash_settings002_delete_site_behind_typing_the_domain(dash_duo, service
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     make_site(services, owner, "blog.example.org")
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     open_settings(dash_duo, site.site_id)
 
@@ -145,7 +146,7 @@ def test_dash_settings003_member_sees_settings_read_only(dash_duo, services, api
     site = make_site(services, owner, "shop.example.com", excluded_ips=["10.0.0.0/8"])
     member = make_account(services, "member@example.com")
     services.metadata.add_member(site.organization_id, member.user.id, "member")
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "member@example.com")
     open_settings(dash_duo, site.site_id)
 

@@ -10,6 +10,7 @@ from selenium.webdriver.common.by import By
 from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site, wait_until
 from tests.support.dashboard import click, screenshots
 from tests.support.dashboard_data import load_demo
@@ -44,7 +45,7 @@ def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, a
     owner_api = AnalyticsAPI(api_base + "/api", token=owner.api_key)
     key = owner_api.generate_private_link(site.site_id)
 
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     dash_duo.driver.get(f"{dash_duo.server_url}/share/{site.site_id}#{key}")
     dash_duo.wait_for_text_to_equal("#share-title", "shop.example.com", timeout=15)
     dash_duo.wait_for_contains_text("#goals-table", "40.0%", timeout=10)
@@ -102,7 +103,7 @@ def test_dash_share002_public_site_opens_without_a_key(dash_duo, services, api_b
     private = make_site(services, owner, "closed.example.com")
     load_demo(services, public.site_id)
     services.metadata.create_goal(public.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
 
     dash_duo.driver.get(f"{dash_duo.server_url}/share/{public.site_id}")
     dash_duo.wait_for_text_to_equal("#share-title", "open.example.com", timeout=15)
@@ -122,7 +123,7 @@ def test_dash_share003_every_move_keeps_the_key_and_a_copied_address_opens(dash_
     load_demo(services, site.site_id)
     services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
     key = AnalyticsAPI(api_base + "/api", token=owner.api_key).generate_private_link(site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     dash_duo.driver.get(f"{dash_duo.server_url}/share/{site.site_id}#{key}")
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=15)
 

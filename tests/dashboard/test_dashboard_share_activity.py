@@ -6,6 +6,7 @@ from selenium.webdriver.common.by import By
 
 from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
 from tests.support.dashboard import click
 from tests.support.dashboard_data import load_demo
@@ -16,7 +17,7 @@ def test_dash_share_activity001_overview_and_sessions_tabs(dash_duo, services, a
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
     key = AnalyticsAPI(api_base + "/api", token=owner.api_key).generate_private_link(site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     dash_duo.driver.set_window_size(1440, 1100)
     dash_duo.driver.get(f"{dash_duo.server_url}/share/{site.site_id}#{key}")
     dash_duo.wait_for_text_to_equal("#share-title", "shop.example.com", timeout=15)

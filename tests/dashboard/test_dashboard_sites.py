@@ -8,6 +8,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from dashboard.app import create_dashboard
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
 from tests.support.dashboard import sign_in
 from tests.support.dashboard_data import load_demo
@@ -19,7 +20,7 @@ def test_dash_sites001_stats_add_site_and_snippet(dash_duo, services, api_base, 
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     dash_duo.driver.set_window_size(1440, 1000)
     # The demo's newest visits began a day ago at noon: whatever the hour, the count is the API's for 24 hours.

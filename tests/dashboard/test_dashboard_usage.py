@@ -12,6 +12,7 @@ from selenium.webdriver.common.by import By
 from api_backend.store.events import EVENT_TYPES, rows_to_table
 from dashboard.app import create_dashboard
 from dashboard.components.usage import USAGE_CATEGORIES
+from dashboard.settings import DashboardSettings
 from tests.support import make_account, wait_until
 from tests.support.dashboard import click, sign_in
 
@@ -58,7 +59,7 @@ def test_dash_usage001_totals_and_chart_match_the_events(dash_duo, services, api
     expected = {f"{kind}_count": per_type.get(kind, 0) for kind in EVENT_TYPES}
     expected["event_count"] = len(ours)
 
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     sign_in(dash_duo, "owner@example.com")
     search = f"org={org.id}&start_date={FIRST}&end_date={LAST}&time_zone=America/Los_Angeles"
     dash_duo.driver.get(f"{dash_duo.server_url}/usage?{search}")

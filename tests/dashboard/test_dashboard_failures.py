@@ -1,0 +1,118 @@
+"""Browser tests: a failure a person meets shows a short message where they looked, and an ended sign-in leads to
+the login page and back to the page (with its query) afterwards."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+
+from api_backend.app import create_app
+from dashboard.app import create_dashboard
+from dashboard.components.frame import safe_next
+from dashboard.settings import DashboardSettings
+from tests.support import live_server, make_account, make_site, wait_until
+from tests.support.dashboard import click, screenshots, sign_in
+from tests.support.dashboard_data import load_demo
+
+
+def _open_goals(dash_duo, site_id: int, query: str = "") -> None:
+    dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={site_id}{query}")
+    dash_duo.wait_for_element("#goals-table", timeout=15)
+
+
+@pytest.mark.filterwarnings("ignore:Flask-Caching")
+def test_dash_failures001_csv_download_while_the_api_is_down_says_so(dash_duo, settings, services, output_dir):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
+    with ExitStack() as api:
+        base = api.enter_context(live_server(create_app(settings, services)))
+        dashboard = create_dashboard(DashboardSettings(api_url=base + "/api", cache_config={"CACHE_TYPE": "NullCache"}))
+        dash_duo.start_server(dashboard)
+        sign_in(dash_duo, "owner@example.com")
+        _open_goals(dash_duo, site.site_id)
+        assert dash_duo.find_element("#goals-csv-status").text == ""
+    # The API is gone; the page is still open. A download now says why nothing arrives.
+    click(dash_duo, "#goals-csv")
+    dash_duo.wait_for_contains_text("#goals-csv-status", "cannot reach the API", timeout=15)
+    screenshots(dash_duo, output_dir, "failures-csv-api-down")
+
+
+@pytest.mark.filterwarnings("ignore:Flask-Caching")
+def test_dash_failures002_expired_sign_in_goes_to_login_and_back(dash_duo, services, api_base, output_dir):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
+    # The answer cache is on; the credential is checked before every cached answer.
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api", verify_seconds=0)))
+    sign_in(dash_duo, "owner@example.com")
+    _open_goals(dash_duo, site.site_id, "&time_zone=Europe%2FBerlin&sort=name&order=asc")
+
+    # Signed out elsewhere: the token the tab holds no longer works.
+    token = dash_duo.driver.execute_script("return JSON.parse(window.sessionStorage.getItem('frame-auth')).token")
+    assert httpx.post(api_base + "/api/auth/logout", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    click(dash_duo, "#goals-csv")
+    dash_duo.wait_for_contains_text("#login-message", "session has ended", timeout=15)
+    address = urlsplit(dash_duo.driver.current_url)
+    assert address.path == "/login"
+    query = parse_qs(address.query)
+    assert query["reason"] == ["expired"]
+    assert query["next"] == [f"/goals?site={site.site_id}&time_zone=Europe%2FBerlin&sort=name&order=asc"]
+    assert dash_duo.driver.execute_script("return window.sessionStorage.getItem('frame-auth')") in (None, "null")
+    screenshots(dash_duo, output_dir, "failures-expired-login")
+
+    # Signing in again returns to the same page with the same view.
+    sign_in(dash_duo, "owner@example.com", expect_sites=False)
+    wait_until(lambda: urlsplit(dash_duo.driver.current_url).path == "/goals", 15, "sign-in did not return")
+    back = parse_qs(urlsplit(dash_duo.driver.current_url).query)
+    assert back == {"site": [str(site.site_id)], "time_zone": ["Europe/Berlin"], "sort": ["name"], "order": ["asc"]}
+    dash_duo.wait_for_element("#goals-table", timeout=15)
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("/goals?site=1&sort=name", "/goals?site=1&sort=name"),
+        ("/share/3", "/share/3"),
+        ("//evil.example.com/x", "/sites"),
+        ("https://evil.example.com/", "/sites"),
+        ("http:/evil", "/sites"),
+        ("/\\evil.example.com", "/sites"),
+        ("/\t/evil.example.com", "/sites"),
+        ("/\n/evil.example.com", "/sites"),
+        ("javascript:alert(1)", "/sites"),
+        ("goals", "/sites"),
+        ("", "/sites"),
+        (None, "/sites"),
+        (["/goals"], "/sites"),
+    ],
+)
+def test_sign_in_returns_only_to_relative_paths_of_this_site(raw, expected):
+    assert safe_next(raw) == expected
+
+
+def test_no_callback_turns_an_api_failure_into_nothing():
+    """An ``except`` of an API error never just raises ``PreventUpdate`` (the page would silently do nothing)."""
+    import ast
+
+    from tests.support import REPO_ROOT
+
+    api_errors = {"APIError", "APIConnectionError", "AuthenticationError", "ForbiddenError", "NotFoundError"}
+    api_errors |= {"ServerError", "ValidationError", "ConflictError", "RateLimitError"}
+    silent = []
+    for path in sorted((REPO_ROOT / "dashboard").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ExceptHandler) or node.type is None:
+                continue
+            caught = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+            first = node.body[0]
+            raised = isinstance(first, ast.Raise) and "PreventUpdate" in ast.unparse(first.exc or first)
+            if caught & api_errors and raised:
+                silent.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
+    assert silent == []
