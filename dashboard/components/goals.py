@@ -26,6 +26,7 @@ from dashboard.components.common import (
     format_percent,
     value_of,
 )
+from dashboard.countries import country_label, country_name
 
 __all__ = [
     "GOAL_TYPE_LABELS",
@@ -244,6 +245,7 @@ def sessions_frame(sessions: Sequence[Any], time_zone: str) -> pd.DataFrame:
             "channel": channel_label(value_of(s, "channel")),
             "referrer": value_of(s, "referrer") or "",
             "country": value_of(s, "country") or "",
+            "country_name": country_name(value_of(s, "country")),
             "browser": value_of(s, "browser") or "",
             "operating_system": value_of(s, "operating_system") or "",
             "device_type": value_of(s, "device_type") or "",
@@ -263,6 +265,7 @@ def sessions_frame(sessions: Sequence[Any], time_zone: str) -> pd.DataFrame:
         "channel",
         "referrer",
         "country",
+        "country_name",
         "browser",
         "operating_system",
         "device_type",
@@ -295,6 +298,7 @@ def sessions_body(
         for started, sid in zip(df["session_start"], df["session_id"], strict=True)
     ]
     df["referrer"] = df["referrer"].map(referrer_host)
+    df["country"] = df["country"].map(country_label)  # the CSV keeps the code and the name apart
     # One column for what the visitor used keeps the table within the page (the CSV has them apart).
     df["platform"] = [
         " · ".join(part for part in parts if part)

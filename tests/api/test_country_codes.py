@@ -91,9 +91,12 @@ def test_countries004_other_comparisons_of_country_are_not_restricted(client, ow
         {"parameter": "country", "type": "is_null"},
     ):
         assert _sessions(client, owner, site, [spec]).status_code == 200, spec
-    assert _sessions(client, owner, site, [{"parameter": "country", "type": "starts_with", "value": ["D"]}]).json()[
-        "data"
-    ]["sessions"] == 3
+    assert (
+        _sessions(client, owner, site, [{"parameter": "country", "type": "starts_with", "value": ["D"]}]).json()[
+            "data"
+        ]["sessions"]
+        == 3
+    )
 
 
 def test_countries005_other_parameters_keep_free_values(client, owner, site, visits) -> None:
