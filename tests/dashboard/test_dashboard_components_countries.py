@@ -11,6 +11,7 @@ from api_client.models import ErrorEvent
 from dashboard.components import frame
 from dashboard.components import goals as goals_ui
 from dashboard.components import js_errors as errors_ui
+from dashboard.components import overview as overview_ui
 from dashboard.components import sessions as sessions_ui
 from dashboard.countries import (
     country_flag,
@@ -138,3 +139,10 @@ def test_countries009_tables_show_names_and_csv_keeps_the_code() -> None:
     occurrences = errors_ui.error_events_frame([event], "UTC")
     assert occurrences[["country", "country_name"]].values.tolist() == [["FR", "France"]]
     assert "Country: 🇫🇷 France" in str(errors_ui.occurrence_card(event, "UTC").to_plotly_json())
+
+
+def test_countries010_the_map_names_countries_on_hover() -> None:
+    rows = [{"value": "DE", "count": 6}, {"value": "FR", "count": 4}, {"value": "", "count": 1}]
+    trace = overview_ui.country_map(rows, "/assets/topojson/").figure.data[0]
+    assert list(trace.locations) == ["DEU", "FRA"] and list(trace.z) == [6, 4]
+    assert list(trace.text) == ["🇩🇪 Germany", "🇫🇷 France"]
