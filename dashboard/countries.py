@@ -54,19 +54,25 @@ def _names() -> dict[str, str]:
 
 
 @functools.cache
+def _codes() -> dict[str, str]:
+    """Upper-case alpha-2 or alpha-3 code -> alpha-2 code."""
+    codes = {c.alpha_3: c.alpha_2 for c in pycountry.countries}
+    return {**codes, **{code: code for code in _names()}}
+
+
+@functools.cache
 def _index() -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
-    """(folded code or name -> code, every (folded name, code) pair for matching the start of a name)."""
+    """(folded name -> code, every (folded name, code) pair for matching the start of a name)."""
     exact: dict[str, str] = {}
     names: list[tuple[str, str]] = []
     for c in pycountry.countries:
-        exact[_fold(c.alpha_2)] = exact[_fold(c.alpha_3)] = c.alpha_2
         for attr in ("common_name", "name", "official_name"):
             value = getattr(c, attr, None)
             if value:
                 exact[_fold(value)] = c.alpha_2
                 names.append((_fold(value), c.alpha_2))
     for code, name in _EXTRA_NAMES.items():
-        exact[_fold(code)] = exact[_fold(name)] = code
+        exact[_fold(name)] = code
         names.append((_fold(name), code))
     return exact, tuple(names)
 
@@ -145,6 +151,9 @@ def find_country(text: str) -> CountryLookup:
     parens = _CODE_IN_PARENS.match(wanted)  # "Germany (DE)", as labels show it
     if parens and parens.group("code").upper() in _names():
         return CountryLookup(text, parens.group("code").upper())
+    # Codes are ASCII letters: "ß" folds to "ss" but is no code for South Sudan.
+    if wanted.isascii() and wanted.upper() in _codes():
+        return CountryLookup(text, _codes()[wanted.upper()])
     folded = _fold(wanted)
     exact, names = _index()
     if folded in exact:

@@ -174,7 +174,8 @@ def validate_config_update(body: Any) -> dict[str, Any]:
                 continue
             codes = []
             for index, item in enumerate(value):
-                code = item.strip().upper()
+                code = item.strip()
+                code = code.upper() if code.isascii() else code  # "ß".upper() would be SS (South Sudan)
                 if is_country_code(code):
                     codes.append(code)
                 else:

@@ -304,7 +304,8 @@ def _parse_one(index: int, item: object) -> Filter:
 def _country_code(value: str, field: str) -> str:
     # Events hold upper-case ISO codes ('' when unknown): a name such as "Germany" or a code no country has would
     # select no session at all, which reads as "no traffic" rather than as the typo it is.
-    code = value.strip().upper()
+    code = value.strip()
+    code = code.upper() if code.isascii() else code  # "ß".upper() is "SS", which is no way to write South Sudan
     if code == "" or is_country_code(code):
         return code
     raise InvalidRequestError.for_field(

@@ -185,14 +185,20 @@ def check_country_entries(entries: Sequence[str]) -> EntryCheck:
 
     User-assigned codes such as ``XX`` or ``ZZ`` name no country, so no visit could ever be excluded by them.
     """
-    problems = [(entry, _country_problem(entry)) for entry in entries if not is_country_code(entry.strip().upper())]
-    valid = list(dict.fromkeys(e.strip().upper() for e in entries if is_country_code(e.strip().upper())))
+    problems = [(entry, _country_problem(entry)) for entry in entries if not is_country_code(_upper(entry))]
+    valid = list(dict.fromkeys(_upper(e) for e in entries if is_country_code(_upper(e))))
     too_many = (
         f"At most {MAX_EXCLUDED_COUNTRIES} countries are allowed ({len(valid)} given)."
         if len(valid) > MAX_EXCLUDED_COUNTRIES
         else None
     )
     return EntryCheck(valid, problems, too_many)
+
+
+def _upper(entry: str) -> str:
+    # Only ASCII is upper-cased: "ß".upper() is "SS", which is no way to write South Sudan.
+    text = entry.strip()
+    return text.upper() if text.isascii() else text
 
 
 def _country_problem(entry: str) -> str:

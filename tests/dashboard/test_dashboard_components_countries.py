@@ -53,7 +53,7 @@ def test_countries001_names_and_codes_find_the_country(typed: str, code: str) ->
     assert (lookup.code, lookup.problem) == (code, None)
 
 
-@pytest.mark.parametrize("typed", ["Atlantis", "XX", "ZZ", "Narnia", "", "Ger", "12"])
+@pytest.mark.parametrize("typed", ["Atlantis", "XX", "ZZ", "Narnia", "", "Ger", "12", "ß"])
 def test_countries002_unknown_values_say_so(typed: str) -> None:
     lookup = find_country(typed)
     assert lookup.code is None and lookup.candidates == ()
