@@ -20,6 +20,16 @@ GERMANY = "\U0001f1e9\U0001f1ea Germany"
 FRANCE = "\U0001f1eb\U0001f1f7 France"
 
 
+def _signed_in_with_demo(dash_duo, services, api_base: str):
+    """A site holding the demo visits, and its owner signed in to a fresh dashboard: (owner, site)."""
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    return owner, site
+
+
 def _fill(dash_duo, selector: str, text: str) -> None:
     element = dash_duo.find_element(selector)
     dash_duo.clear_input(element)
@@ -41,11 +51,7 @@ def _api_overview(api_base: str, owner, site_id: int, url: str) -> dict:
 
 
 def test_dash_countries001_names_suggested_filter_by_name_unknown_refused(dash_duo, services, api_base, output_dir):
-    owner = make_account(services, "owner@example.com")
-    site = make_site(services, owner, "shop.example.com")
-    load_demo(services, site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
-    sign_in(dash_duo, "owner@example.com")
+    owner, site = _signed_in_with_demo(dash_duo, services, api_base)
     dash_duo.driver.set_window_size(1440, 2200)
     click(dash_duo, f"#site-{site.site_id}")
     dash_duo.wait_for_text_to_equal("#overview-sessions", "10", timeout=40)
@@ -95,11 +101,7 @@ def test_dash_countries001_names_suggested_filter_by_name_unknown_refused(dash_d
 
 
 def test_dash_countries002_sessions_and_timeline_name_the_country(dash_duo, services, api_base, output_dir):
-    owner = make_account(services, "owner@example.com")
-    site = make_site(services, owner, "shop.example.com")
-    load_demo(services, site.site_id)
-    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
-    sign_in(dash_duo, "owner@example.com")
+    _, site = _signed_in_with_demo(dash_duo, services, api_base)
     dash_duo.driver.set_window_size(1440, 1000)
 
     dash_duo.driver.get(f"{dash_duo.server_url}/sessions?site={site.site_id}&time_zone=UTC")
