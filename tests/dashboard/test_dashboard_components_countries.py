@@ -23,7 +23,7 @@ from dashboard.countries import (
     region_label,
     region_name,
 )
-from dashboard.state import ViewState
+from dashboard.state import ViewState, parse_view
 
 
 @pytest.mark.parametrize(
@@ -146,3 +146,12 @@ def test_countries010_the_map_names_countries_on_hover() -> None:
     trace = overview_ui.country_map(rows, "/assets/topojson/").figure.data[0]
     assert list(trace.locations) == ["DEU", "FRA"] and list(trace.z) == [6, 4]
     assert list(trace.text) == ["🇩🇪 Germany", "🇫🇷 France"]
+
+
+def test_countries011_an_address_naming_the_country_asks_the_api_for_its_code() -> None:
+    named = '[{"parameter":"country","type":"equals","value":["Germany","fr","","Atlantis"]}]'
+    view = parse_view({"filters": named, "site": "1"})
+    # Unknown values go on as written, so the API's 400 says which one is wrong.
+    assert view.filters[0]["value"] == ["DE", "FR", "", "Atlantis"]
+    pattern = '[{"parameter":"country","type":"starts_with","value":["Ger"]}]'
+    assert parse_view({"filters": pattern}).filters[0]["value"] == ["Ger"]  # a part of a code stays as written
