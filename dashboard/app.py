@@ -286,6 +286,10 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
             if not parameter or not kind:
                 raise PreventUpdate
             values = _filter_values(raw_value, kind)
+            codes, problem = frame.typed_countries(parameter, kind, raw_value)
+            if problem:
+                raise PreventUpdate  # show_filter_problem says why beside the filter
+            values = values if codes is None else codes
             if not values and kind not in ("is_null", "is_not_null"):
                 raise PreventUpdate
             changes["filters"] = [*view.filters, {"parameter": parameter, "type": kind, "value": values}]
@@ -297,6 +301,21 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
         else:
             raise PreventUpdate
         return dash.get_relative_path(_path(pathname)) + view.to_search(**changes)
+
+    @app.callback(
+        Output(ids.FILTER_MESSAGE, "children"),
+        Input(ids.FILTER_ADD, "n_clicks"),
+        Input(ids.FILTER_VALUE, "n_submit"),
+        Input(ids.FILTER_PARAMETER, "value"),
+        Input(ids.FILTER_TYPE, "value"),
+        State(ids.FILTER_VALUE, "value"),
+        prevent_initial_call=True,
+    )
+    def show_filter_problem(_add: int, _submit: int, parameter: str | None, kind: str | None, raw: str | None) -> str:
+        """Beside the filter: why a typed value was not added (a country that does not exist); cleared on change."""
+        if ctx.triggered_id in (ids.FILTER_PARAMETER, ids.FILTER_TYPE):
+            return ""
+        return frame.typed_countries(parameter, kind, raw)[1] or ""
 
     @app.callback(
         Output(ids.OVERVIEW_BODY, "children"),

@@ -31,6 +31,7 @@ FILTER_TYPE = "frame-filter-type"
 FILTER_VALUE = "frame-filter-value"
 FILTER_ADD = "frame-filter-add"
 FILTER_SUGGESTIONS = "frame-filter-suggestions"  # html.Datalist: top values of the chosen parameter
+FILTER_MESSAGE = "frame-filter-message"  # why a typed value was not added
 FILTER_CHIPS = "frame-filter-chips"
 FILTER_CHIP_REMOVE_TYPE = "frame-filter-chip-remove"  # {"type": ..., "index": position in ViewState.filters}
 OVERVIEW = "frame-overview"

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode
 from zoneinfo import ZoneInfo
 
 from api_client.query import FILTER_PARAMETERS, FILTER_TYPES
+from dashboard.countries import find_country
 
 if TYPE_CHECKING:
     from api_client import Query
@@ -111,6 +112,9 @@ def _clean_filter(raw: Any) -> dict[str, Any] | None:
     ]
     if not values and kind not in ("is_null", "is_not_null"):
         return None
+    if parameter == "country" and kind in ("equals", "not_equals"):
+        # An address written by hand may name the country ("Germany"); the API compares codes.
+        values = [(find_country(v).code or v) if isinstance(v, str) and v else v for v in values]
     return {"parameter": parameter, "type": kind, "value": values}
 
 

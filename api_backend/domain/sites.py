@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from api_backend.domain.countries import COUNTRY_CODE_HINT, is_country_code
 from api_backend.errors import FieldError, InvalidRequestError
 from api_backend.formats import iso_utc
 from api_backend.ipranges import IPPatternError, parse_ip_pattern
@@ -48,7 +49,6 @@ MAX_EXCLUDED_COUNTRIES = 250
 
 _LABEL = r"(?:[^\W_](?:[^\W_]|-){0,61}[^\W_]|[^\W_])"
 _DOMAIN = re.compile(rf"^(?:{_LABEL}\.)+[^\W\d_]{{2,}}$")
-_COUNTRY = re.compile(r"^[A-Z]{2}$")
 
 
 def site_json(site: Site, *, is_owner: bool, member: bool = True) -> dict[str, Any]:
@@ -174,14 +174,13 @@ def validate_config_update(body: Any) -> dict[str, Any]:
                 continue
             codes = []
             for index, item in enumerate(value):
-                code = item.strip().upper()
-                if _COUNTRY.match(code):
+                code = item.strip()
+                code = code.upper() if code.isascii() else code  # "ß".upper() would be SS (South Sudan)
+                if is_country_code(code):
                     codes.append(code)
                 else:
                     errors.append(
-                        FieldError(
-                            f"excludedCountries.{index}", f"{item!r} is not a 2-letter ISO country code (e.g. US)"
-                        )
+                        FieldError(f"excludedCountries.{index}", f"{item!r} names no country ({COUNTRY_CODE_HINT})")
                     )
             values[column] = list(dict.fromkeys(codes))
     if errors:

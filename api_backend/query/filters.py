@@ -15,6 +15,8 @@ Per-session values (one definition, shared with ``metric`` and the goal breakdow
 
 Values of one filter OR together (AND for the negative types ``not_equals, not_contains, not_regex``);
 filters AND together. Values are always bound; column expressions come from a fixed whitelist.
+``country`` with ``equals``/``not_equals`` takes country codes only (any case, '' for "unknown"): anything else
+is a 400 naming the value, since it could never match.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 
 import re2
 
+from api_backend.domain.countries import COUNTRY_CODE_HINT, is_country_code
 from api_backend.errors import InvalidRequestError
 from api_backend.query.dialect import Dialect
 from api_backend.query.sql import Params
@@ -293,7 +296,21 @@ def _parse_one(index: int, item: object) -> Filter:
     if parameter == "channel":
         # Direct traffic is stored as ''; "Direct" is the synonym people type.
         values = ["" if v == "Direct" else v for v in values]
+    if parameter == "country" and ftype in ("equals", "not_equals"):
+        values = [_country_code(v, f"{where}.value[{j}]") for j, v in enumerate(values)]
     return Filter(parameter, ftype, tuple(values))
+
+
+def _country_code(value: str, field: str) -> str:
+    # Events hold upper-case ISO codes ('' when unknown): a name such as "Germany" or a code no country has would
+    # select no session at all, which reads as "no traffic" rather than as the typo it is.
+    code = value.strip()
+    code = code.upper() if code.isascii() else code  # "ß".upper() is "SS", which is no way to write South Sudan
+    if code == "" or is_country_code(code):
+        return code
+    raise InvalidRequestError.for_field(
+        field, f"the country filter compares 2-letter country codes; {value!r} is not one ({COUNTRY_CODE_HINT})"
+    )
 
 
 def parse_filters(text: str | None) -> tuple[Filter, ...]:

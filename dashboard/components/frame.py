@@ -15,6 +15,7 @@ from dash import dcc, html
 
 from dashboard import ids
 from dashboard.components.common import app_href, attrs, format_change, format_duration, format_number, format_percent
+from dashboard.countries import country_flag, country_label, country_name, parse_countries, region_label
 from dashboard.state import PRESETS, ViewState, today_in
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "safe_next",
     "suggestion_options",
     "page_gate",
+    "typed_countries",
     "nav_links",
     "navbar",
     "overview_block",
@@ -39,6 +41,8 @@ __all__ = [
     "zone_options",
 ]
 
+# Filter types that compare whole values: a country filter of these takes codes, typed as names or codes.
+_WHOLE_VALUE_TYPES = ("equals", "not_equals")
 PRESET_LABELS = {"today": "Today", "7d": "7 days", "30d": "30 days", "90d": "90 days"}
 TYPE_LABELS = {
     "equals": "is",
@@ -295,11 +299,22 @@ def filter_label(spec: Mapping[str, Any]) -> str:
         f"Property {parameter[5:]}" if parameter.startswith("prop:") else parameter
     )
     kind = spec.get("type", "equals")
-    values = [("Direct" if parameter == "channel" and v == "" else str(v)) for v in spec.get("value", [])]
+    values = [_value_label(parameter, kind, v) for v in spec.get("value", [])]
     if kind in ("is_null", "is_not_null"):
         return f"{name} {TYPE_LABELS[kind]}"
     joiner = " and " if kind.startswith("not_") else " or "
     return f"{name} {TYPE_LABELS.get(kind, kind)} {joiner.join(values)}"
+
+
+def _value_label(parameter: str, kind: str, value: Any) -> str:
+    # Whole country and region codes read best as names; a part of one ("starts with D") stays as typed.
+    if parameter == "channel" and value == "":
+        return "Direct"
+    if kind in _WHOLE_VALUE_TYPES and parameter == "country":
+        return country_label(value) or "unknown"
+    if kind in _WHOLE_VALUE_TYPES and parameter == "region":
+        return region_label(value) or "unknown"
+    return str(value)
 
 
 def filter_chips(filters: Sequence[Mapping[str, Any]]) -> html.Div:
@@ -352,6 +367,13 @@ def filter_builder() -> html.Div:
             ),
             html.Datalist(id=ids.FILTER_SUGGESTIONS),
             html.Button("Add filter", id=ids.FILTER_ADD, n_clicks=0, className="button button-secondary"),
+            # Why a typed value was not added (a country name no country has); empty, and hidden, otherwise.
+            html.Div(
+                id=ids.FILTER_MESSAGE,
+                className="field-error filter-message",
+                role="alert",
+                style={"flexBasis": "100%", "marginTop": 0},
+            ),
         ],
         className="filter-builder",
     )
@@ -525,11 +547,33 @@ def page_gate(
 
 
 def suggestion_options(rows: Sequence[Any], parameter: str) -> list[html.Option]:
-    """Datalist options from metric rows (most sessions first); direct traffic is offered as "Direct"."""
+    """Datalist options from metric rows (most sessions first); direct traffic is offered as "Direct".
+
+    Countries are offered by name (what people type; the filter turns it back into the code) with flag and code
+    beside it, regions by code with their name beside it.
+    """
     options = []
     for row in rows:
         value = row.get("value") if isinstance(row, Mapping) else getattr(row, "value", None)
         if value is None or (value == "" and parameter != "channel"):
             continue
-        options.append(html.Option(value="Direct" if parameter == "channel" and value == "" else str(value)))
+        if parameter == "country":
+            name = country_name(value)
+            label = f"{country_flag(value)} {value}".strip() if name != value else None
+            options.append(html.Option(value=name, label=label) if label else html.Option(value=str(value)))
+        elif parameter == "region" and region_label(value) != value:
+            options.append(html.Option(value=str(value), label=region_label(value)))
+        else:
+            options.append(html.Option(value="Direct" if parameter == "channel" and value == "" else str(value)))
     return options
+
+
+def typed_countries(parameter: str | None, kind: str | None, raw: str | None) -> tuple[list[str] | None, str | None]:
+    """A country filter compared whole (is / is not), as typed: ``(codes, None)``, or ``(None, why)`` when a value
+    names no country. ``(None, None)`` for every other filter, whose values go to the API as typed."""
+    if parameter != "country" or kind not in _WHOLE_VALUE_TYPES:
+        return None, None
+    codes, problems = parse_countries(raw)
+    if problems:
+        return None, " ".join(lookup.problem or "" for lookup in problems[:3])
+    return codes, None

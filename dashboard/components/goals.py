@@ -27,6 +27,7 @@ from dashboard.components.common import (
     value_of,
 )
 from dashboard.components.pager import SMALL_LINKS, link_pager, total_pages
+from dashboard.countries import country_label, country_name
 
 __all__ = [
     "GOAL_TYPE_LABELS",
@@ -226,6 +227,7 @@ def sessions_frame(sessions: Sequence[Any], time_zone: str) -> pd.DataFrame:
             "channel": channel_label(value_of(s, "channel")),
             "referrer": value_of(s, "referrer") or "",
             "country": value_of(s, "country") or "",
+            "country_name": country_name(value_of(s, "country")),
             "browser": value_of(s, "browser") or "",
             "operating_system": value_of(s, "operating_system") or "",
             "device_type": value_of(s, "device_type") or "",
@@ -245,6 +247,7 @@ def sessions_frame(sessions: Sequence[Any], time_zone: str) -> pd.DataFrame:
         "channel",
         "referrer",
         "country",
+        "country_name",
         "browser",
         "operating_system",
         "device_type",
@@ -277,6 +280,7 @@ def sessions_body(
         for started, sid in zip(df["session_start"], df["session_id"], strict=True)
     ]
     df["referrer"] = df["referrer"].map(referrer_host)
+    df["country"] = df["country"].map(country_label)  # the CSV keeps the code and the name apart
     # One column for what the visitor used keeps the table within the page (the CSV has them apart).
     df["platform"] = [
         " · ".join(part for part in parts if part)

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from dashboard.components.common import attrs
+from dashboard.countries import country_label, country_name
 
 __all__ = [
     "BUCKET_MINUTES",
@@ -301,7 +302,7 @@ def occurrence_card(event: Any, time_zone: str | None) -> html.Div:
         ("Browser", browser or "unknown"),
         ("OS", event.operating_system or "unknown"),
         ("Device", event.device_type or "unknown"),
-        ("Country", event.country or "unknown"),
+        ("Country", country_label(event.country) or "unknown"),
         ("Session", event.session_id or ""),
     ]
     stack = event.stack or ""
@@ -365,6 +366,7 @@ def error_events_frame(events: Sequence[Any], time_zone: str | None) -> pd.DataF
         "operating_system",
         "device_type",
         "country",
+        "country_name",
         "message",
         "file_name",
         "line_number",
@@ -385,6 +387,7 @@ def error_events_frame(events: Sequence[Any], time_zone: str | None) -> pd.DataF
                 "operating_system": event.operating_system,
                 "device_type": event.device_type,
                 "country": event.country,
+                "country_name": country_name(event.country),
                 "message": event.message,
                 "file_name": event.file_name,
                 "line_number": event.line_number,

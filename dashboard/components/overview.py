@@ -21,6 +21,7 @@ from dashboard.components.common import (
     format_percent,
     value_of,
 )
+from dashboard.countries import country_label, region_label
 
 __all__ = [
     "BUCKETS",
@@ -160,14 +161,6 @@ def series_figure(current: Sequence[Any], previous: Sequence[Any], metric: str, 
     return fig
 
 
-def country_name(code: Any) -> str:
-    """``"DE"`` -> ``"Germany"``; a code pycountry does not know stays as it is."""
-    import pycountry
-
-    found = pycountry.countries.get(alpha_2=str(code).upper()) if code else None
-    return getattr(found, "common_name", None) or getattr(found, "name", None) or str(code or "")
-
-
 def country_map(rows: Sequence[Any], topojson_url: str) -> dcc.Graph:
     """A world map of visits per country, drawn from geometry served with the dashboard (no CDN)."""
     import pycountry
@@ -178,7 +171,7 @@ def country_map(rows: Sequence[Any], topojson_url: str) -> dcc.Graph:
         if found is None:
             continue
         codes.append(found.alpha_3)
-        names.append(country_name(found.alpha_2))
+        names.append(country_label(found.alpha_2))
         counts.append(value_of(row, "count"))
     fig = go.Figure(
         go.Choropleth(
@@ -203,11 +196,13 @@ def country_map(rows: Sequence[Any], topojson_url: str) -> dcc.Graph:
 
 
 def row_label(parameter: str, value: Any) -> str:
-    """How a panel shows a value: countries by name, direct traffic and empty values in words."""
+    """How a panel shows a value: countries and regions by flag and name, direct traffic and empty values in words."""
     if parameter == "channel":
         return channel_label(value)
     if parameter == "country" and value:
-        return f"{country_name(value)} ({value})"
+        return country_label(value)
+    if parameter == "region" and value:
+        return region_label(value)
     return str(value) if value not in (None, "") else "(none)"
 
 

@@ -26,6 +26,7 @@ from dashboard.components.common import (
     value_of,
 )
 from dashboard.components.pager import SMALL_LINKS, link_pager, total_pages
+from dashboard.countries import country_label
 
 __all__ = [
     "local_time",
@@ -97,7 +98,7 @@ def sessions_frame(sessions: Sequence[Any], view: Any, search: str, *, links: bo
                 "errors": value_of(s, "errors") or 0,
                 "duration": format_duration(value_of(s, "session_duration") or 0),
                 "channel": channel_label(value_of(s, "channel")),
-                "country": value_of(s, "country") or "",
+                "country": country_label(value_of(s, "country")),
                 "platform": " · ".join(
                     p for p in (value_of(s, k) or "" for k in ("browser", "operating_system", "device_type")) if p
                 ),
@@ -150,7 +151,7 @@ def session_summary(s: Any, zone: str) -> html.Dl:
         ("Events", format_number(value_of(s, "events") or 0)),
         ("Channel", channel_label(value_of(s, "channel"))),
         ("Referrer", value_of(s, "referrer") or "–"),
-        ("Country", value_of(s, "country") or "–"),
+        ("Country", country_label(value_of(s, "country"), with_code=True) or "–"),
         (
             "Browser",
             " · ".join(p for p in (value_of(s, k) for k in ("browser", "operating_system", "device_type")) if p),

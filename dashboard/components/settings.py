@@ -15,6 +15,8 @@ from typing import Any
 
 from dash import dcc, html
 
+from dashboard.countries import is_country_code
+
 __all__ = [
     "MAX_EXCLUDED_COUNTRIES",
     "MAX_EXCLUDED_IPS",
@@ -39,7 +41,6 @@ __all__ = [
 
 MAX_EXCLUDED_IPS = 100
 MAX_EXCLUDED_COUNTRIES = 250
-_COUNTRY = re.compile(r"^[A-Z]{2}$")
 _SPLIT = re.compile(r"[\s,;]+")
 
 
@@ -180,19 +181,31 @@ def check_ip_entries(entries: Sequence[str]) -> EntryCheck:
 
 
 def check_country_entries(entries: Sequence[str]) -> EntryCheck:
-    """Check excluded countries: 2-letter ISO codes, any case (saved upper-case, duplicates dropped)."""
-    problems = [
-        (entry, "is not a 2-letter country code such as US")
-        for entry in entries
-        if not _COUNTRY.match(entry.strip().upper())
-    ]
-    valid = list(dict.fromkeys(entry.strip().upper() for entry in entries if _COUNTRY.match(entry.strip().upper())))
+    """Check excluded countries: 2-letter codes a country has, any case (saved upper-case, duplicates dropped).
+
+    User-assigned codes such as ``XX`` or ``ZZ`` name no country, so no visit could ever be excluded by them.
+    """
+    problems = [(entry, _country_problem(entry)) for entry in entries if not is_country_code(_upper(entry))]
+    valid = list(dict.fromkeys(_upper(e) for e in entries if is_country_code(_upper(e))))
     too_many = (
         f"At most {MAX_EXCLUDED_COUNTRIES} countries are allowed ({len(valid)} given)."
         if len(valid) > MAX_EXCLUDED_COUNTRIES
         else None
     )
     return EntryCheck(valid, problems, too_many)
+
+
+def _upper(entry: str) -> str:
+    # Only ASCII is upper-cased: "ß".upper() is "SS", which is no way to write South Sudan.
+    text = entry.strip()
+    return text.upper() if text.isascii() else text
+
+
+def _country_problem(entry: str) -> str:
+    code = entry.strip().upper()
+    if len(code) == 2 and code.isascii() and code.isalpha():
+        return "names no country (codes such as XX and ZZ are not assigned to one); use a code such as US"
+    return "is not a 2-letter country code such as US"
 
 
 def entry_problems(check: EntryCheck) -> html.Div | None:

@@ -74,6 +74,8 @@ FILTER_CASES = {
     "no-values": json.dumps([{"parameter": "country", "type": "equals", "value": []}]),
     "object-value": json.dumps([{"parameter": "country", "type": "equals", "value": [{"a": 1}]}]),
     "value-not-array": json.dumps([{"parameter": "country", "type": "equals", "value": "US"}]),
+    "country-name": json.dumps([{"parameter": "country", "type": "equals", "value": ["Germany"]}]),
+    "country-unknown-code": json.dumps([{"parameter": "country", "type": "not_equals", "value": ["ZZ"]}]),
     "re2-free-spacing": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["(?x) a"]}]),
     "re2-ascii-flag": json.dumps([{"parameter": "pathname", "type": "regex", "value": ["(?a)\\w"]}]),
     "re2-conditional": json.dumps([{"parameter": "pathname", "type": "not_regex", "value": ["(a)?(?(1)b|c)"]}]),

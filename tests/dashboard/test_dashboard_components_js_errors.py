@@ -134,7 +134,7 @@ def test_occurrence_card_time_in_zone_location_and_stack_as_pre():
         "Browser: Chrome 140",
         "OS: Windows",
         "Device: Desktop",
-        "Country: DE",
+        "Country: 🇩🇪 Germany",
         "Session: s-1",
     ]
     # Few components per card: a page of twenty mounts quickly in the browser.

@@ -35,7 +35,9 @@ def test_components_overview002_buckets_countries_and_rows():
         "week",
         "month",
     ]
-    assert ui.row_label("country", "DE") == "Germany (DE)"
+    assert ui.row_label("country", "DE") == "🇩🇪 Germany"
+    assert ui.row_label("region", "US-CA") == "🇺🇸 California, United States"
+    assert ui.row_label("country", "") == "(none)" and ui.row_label("region", "QQ-1") == "QQ-1"
     assert ui.row_label("channel", "") == "Direct" and ui.row_label("pathname", "") == "(none)"
     rows = [{"value": "/", "count": 3, "percentage": 75.0}]
     clickable = json.dumps(ui.panel_rows("pathname", rows).to_plotly_json(), default=str)

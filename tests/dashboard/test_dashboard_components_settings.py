@@ -61,9 +61,10 @@ def test_check_ip_entries_limit():
 
 
 def test_check_country_entries():
-    check = comp.check_country_entries(["us", " de", "USA", "1A", "US"])
-    assert check.valid == ["US", "DE"]
-    assert [entry for entry, _ in check.problems] == ["USA", "1A"]
+    check = comp.check_country_entries(["us", " de", "USA", "1A", "US", "xx", "ZZ", "xk", "ß"])
+    assert check.valid == ["US", "DE", "XK"]
+    assert [entry for entry, _ in check.problems] == ["USA", "1A", "xx", "ZZ", "ß"]
+    assert "names no country" in dict(check.problems)["ZZ"]
     assert comp.entry_problems(comp.check_country_entries(["fr"])) is None
 
 

@@ -41,8 +41,8 @@ def test_dash_overview_page001_numbers_range_and_row_filter(dash_duo, services, 
     dash_duo.wait_for_element("#overview-chart .main-svg", timeout=10)
     dash_duo.wait_for_contains_text("#overview-live", "in the last 5 min", timeout=10)
     # Countries by name (DE for sessions not divisible by 3: 6 of 10), on a map drawn from the dashboard's own assets.
-    dash_duo.wait_for_contains_text("#overview-rows-country", "Germany (DE)", timeout=10)
-    assert "France (FR)" in dash_duo.find_element("#overview-rows-country").text
+    dash_duo.wait_for_contains_text("#overview-rows-country", "\U0001f1e9\U0001f1ea Germany", timeout=10)
+    assert "\U0001f1eb\U0001f1f7 France" in dash_duo.find_element("#overview-rows-country").text
     dash_duo.wait_for_element("#overview-map .choroplethlocation", timeout=15)
     resources = dash_duo.driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     host = urlparse(dash_duo.server_url).netloc

@@ -76,8 +76,9 @@ def test_dash_settings001_owner_saves_switches_lists_and_private_link(dash_duo, 
     ]
 
     countries = dash_duo.find_element("#settings-excluded-countries")
-    countries.send_keys("us, de, USA")
+    countries.send_keys("us, de, USA, ZZ")
     dash_duo.wait_for_contains_text("#settings-excluded-countries-problems", "USA", timeout=10)
+    assert "ZZ names no country" in dash_duo.find_element("#settings-excluded-countries-problems").text
     replace_text(countries, "us, de, fr")
     wait_until(lambda: dash_duo.find_element("#settings-excluded-countries-save").get_attribute("disabled") is None)
     click(dash_duo, "#settings-excluded-countries-save")

@@ -118,7 +118,7 @@ def test_query006_values_are_bound_never_pasted() -> None:
     filters = parse_filters(
         json.dumps(
             [
-                {"parameter": "country", "type": "equals", "value": [evil]},
+                {"parameter": "city", "type": "equals", "value": [evil]},
                 {"parameter": "pathname", "type": "contains", "value": [evil]},
                 {"parameter": f"prop:{evil}", "type": "not_equals", "value": [evil]},
             ]
