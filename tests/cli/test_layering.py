@@ -8,6 +8,7 @@ public SDK, imports neither. Every ``import`` statement counts, including those 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,10 @@ def test_layering007_tests_wait_one_way() -> None:
         if isinstance(node, ast.FunctionDef) and node.name.startswith(("wait_until", "wait_for"))
     ]
     assert owners == ["tests/support/__init__.py"]
+
+
+def test_layering008_mypy_ignores_no_module() -> None:
+    # Every module is type-checked: a mypy section that ignores a module's errors would hide them from `make lint`.
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    assert not config.get("ignore_errors", False)
+    assert not [section["module"] for section in config.get("overrides", []) if section.get("ignore_errors")]
