@@ -14,11 +14,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-# Debian's Chromium and its driver run the browser tests; install them only when missing.
+# Debian's Chromium and its driver run the browser tests, and a colour emoji font draws the country flags in their
+# screenshots; install them only when missing.
 browser:
-	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
-		echo "installing chromium and chromium-driver"; \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
+		|| ! dpkg -s fonts-noto-color-emoji >/dev/null 2>&1; then \
+		echo "installing chromium, chromium-driver and fonts-noto-color-emoji"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver \
+			fonts-noto-color-emoji; \
 	fi
 
 # When the machine has PostgreSQL, start its cluster and a test role so the metadata store is tested on it too.
