@@ -74,6 +74,8 @@ def _filter_sets() -> list[str]:
                 value = [3]
             elif ftype in ("regex", "not_regex"):
                 value = ["^/a.*"]
+            elif parameter == "country" and ftype in ("equals", "not_equals"):
+                value = ["DE", "FR"]  # a country filter compares codes; other text is a 400 before any SQL
             else:
                 value = ["x", "y"]
             sets.append(json.dumps([{"parameter": parameter, "type": ftype, "value": value}]))
