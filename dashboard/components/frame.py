@@ -154,7 +154,7 @@ def nav_links(pages: Iterable[Mapping[str, Any]], view: ViewState, active_path: 
 def navbar() -> html.Header:
     """The top bar: brand, page links (filled per URL), site picker, the signed-in person and sign-out.
 
-    On a narrow screen the links and the account side fold behind a menu button (``assets/sitelens.js`` opens it;
+    Below 1280 px the links and the account side fold behind a menu button (``assets/sitelens.js`` opens it;
     CSS shows the menu while the button's ``aria-expanded`` is true). The light/dark switch stays in the bar.
     """
     return html.Header(

@@ -151,9 +151,12 @@ def shown(dash_duo, selector: str) -> list:
 
 
 def inside_window(dash_duo, element) -> bool:
+    """The element lies within the window's width and nothing covers its middle (so a person can click it)."""
     return dash_duo.driver.execute_script(
-        "var r = arguments[0].getBoundingClientRect();"
-        "return r.width > 0 && r.left >= 0 && r.right <= document.documentElement.clientWidth + 0.5;",
+        "var e = arguments[0], r = e.getBoundingClientRect();"
+        "if (!(r.width > 0 && r.left >= 0 && r.right <= document.documentElement.clientWidth + 0.5)) { return false; }"
+        "var top = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);"
+        "return !!top && (e.contains(top) || top.contains(e));",
         element,
     )
 
@@ -208,8 +211,11 @@ def check_controls(dash_duo, width: int, name: str) -> None:
     wait_until(lambda: not dash_duo.find_element("#frame-controls").is_displayed(), 5, f"{name}: did not fold")
 
 
-def check_first_column(dash_duo, selector: str, name: str, width: int) -> None:
-    """The table's first cell is in the window, and stays at the table's left edge when the table is scrolled."""
+def check_first_column(dash_duo, selector: str, name: str, width: int, folder) -> None:
+    """The table's first cell is in the window, and stays at the table's left edge when the table is scrolled.
+
+    A screenshot shows the table scrolled halfway.
+    """
     cell = dash_duo.find_element(selector)
     dash_duo.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
     assert inside_window(dash_duo, cell), (name, width, "first column cut")
@@ -222,13 +228,14 @@ def check_first_column(dash_duo, selector: str, name: str, width: int) -> None:
         if (!box || box === document.documentElement || box === document.body) { return null; }
         box.scrollLeft = box.scrollWidth;
         var moved = cell.getBoundingClientRect().left - box.getBoundingClientRect().left;
-        box.scrollLeft = 0;
+        box.scrollLeft = (box.scrollWidth - box.clientWidth) / 2;
         return moved;
         """,
         cell,
     )
     if offset is not None:  # the table is wider than its box: the key column must not scroll away
         assert abs(offset) < 2, (name, width, f"first column scrolled away by {offset} px")
+        dash_duo.driver.save_screenshot(str(folder / f"{name}-table-{width}.png"))
 
 
 def tour(dash_duo, output_dir, page: Page, *, signed_in: bool = True, site: bool = True) -> None:
@@ -249,7 +256,7 @@ def tour(dash_duo, output_dir, page: Page, *, signed_in: bool = True, site: bool
         check_navigation(dash_duo, width, signed_in and not shared, site, page.name, folder)
         check_controls(dash_duo, width, page.name)
         if page.first_cell:
-            check_first_column(dash_duo, page.first_cell, page.name, width)
+            check_first_column(dash_duo, page.first_cell, page.name, width, folder)
         dash_duo.driver.execute_script("window.scrollTo(0, 0)")
         dash_duo.driver.save_screenshot(str(folder / f"{page.name}-{width}.png"))
 
@@ -273,6 +280,11 @@ def test_dash_phones001_every_page_fits_a_phone_and_a_desktop(dash_duo, shop, ap
 
 
 # --- dark ------------------------------------------------------------------------------------------------------------
+def rgb(css_colour: str) -> tuple[int, ...]:
+    """``rgb(1, 2, 3)`` or ``rgba(1, 2, 3, 1)`` -> ``(1, 2, 3)``."""
+    return tuple(int(float(v)) for v in re.findall(r"[\d.]+", css_colour)[:3])
+
+
 def luminance(css_colour: str) -> float:
     """0 (black) .. 1 (white) of an ``rgb()``/``rgba()`` or ``#rrggbb`` colour."""
     if css_colour.startswith("#"):
@@ -280,6 +292,14 @@ def luminance(css_colour: str) -> float:
     else:
         r, g, b = (float(v) for v in re.findall(r"[\d.]+", css_colour)[:3])
     return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
+def accent(dash_duo) -> str:
+    """The page's accent colour as the browser computes it (``rgb(...)``)."""
+    return dash_duo.driver.execute_script(
+        "var probe = document.createElement('span'); probe.style.color = 'var(--accent)';"
+        "document.body.appendChild(probe); var c = getComputedStyle(probe).color; probe.remove(); return c;"
+    )
 
 
 def prefer(dash_duo, scheme: str) -> None:
@@ -368,6 +388,9 @@ def test_dash_phones002_dark_theme_follows_the_system_and_the_switch(dash_duo, s
         assert background(dash_duo) < 0.2, page.name
         for cell in dash_duo.driver.find_elements(By.CSS_SELECTOR, "td")[:5]:
             assert luminance(cell.value_of_css_property("color")) > 0.5, (page.name, cell.text)
+        # Links in tables are the page's accent (DataTable brings its own hotpink otherwise).
+        for link in dash_duo.driver.find_elements(By.CSS_SELECTOR, "td a")[:3]:
+            assert rgb(link.value_of_css_property("color")) == rgb(accent(dash_duo)), (page.name, link.text)
         for width in (DESKTOP, PHONE):
             resize(dash_duo, width)
             dash_duo.driver.save_screenshot(str(folder / f"{page.name}-{width}.png"))
