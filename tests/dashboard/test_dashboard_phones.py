@@ -352,6 +352,7 @@ def test_dash_phones002_dark_theme_follows_the_system_and_the_switch(dash_duo, s
     settled(dash_duo)
     for width in (DESKTOP, PHONE):
         resize(dash_duo, width)
+        assert_fits(dash_duo, f"dark overview at {width} px")
         dash_duo.driver.save_screenshot(str(folder / f"overview-{width}.png"))
     resize(dash_duo, DESKTOP)
 
@@ -393,6 +394,7 @@ def test_dash_phones002_dark_theme_follows_the_system_and_the_switch(dash_duo, s
             assert rgb(link.value_of_css_property("color")) == rgb(accent(dash_duo)), (page.name, link.text)
         for width in (DESKTOP, PHONE):
             resize(dash_duo, width)
+            assert_fits(dash_duo, f"dark {page.name} at {width} px")
             dash_duo.driver.save_screenshot(str(folder / f"{page.name}-{width}.png"))
         resize(dash_duo, DESKTOP)
     assert severe(dash_duo) == []
