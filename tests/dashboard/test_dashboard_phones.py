@@ -398,3 +398,46 @@ def test_dash_phones002_dark_theme_follows_the_system_and_the_switch(dash_duo, s
             dash_duo.driver.save_screenshot(str(folder / f"{page.name}-{width}.png"))
         resize(dash_duo, DESKTOP)
     assert severe(dash_duo) == []
+
+
+def test_dash_phones003_on_a_phone_the_menu_picks_a_site_and_the_folded_controls_filter(
+    dash_duo, services, api_base, output_dir
+):
+    owner = make_account(services, "owner@example.com")
+    shop = make_site(services, owner, "shop.example.com")
+    blog = make_site(services, owner, "blog.example.org")
+    services.events.append(rows_to_table(demo_rows(shop.site_id)))
+    dash_duo.start_server(create_dashboard(api_url=api_base + "/api"))
+    sign_in(dash_duo, "owner@example.com")
+    resize(dash_duo, PHONE)
+    dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={shop.site_id}&time_zone=UTC")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=20)
+
+    # The site picker works from inside the open menu (its list is not cut by the menu), and the menu shuts after.
+    click(dash_duo, "#frame-nav-toggle")
+    dash_duo.select_dcc_dropdown("#frame-site-picker", value="blog.example.org · Org of blog.example.org")
+    wait_until(lambda: f"site={blog.site_id}" in dash_duo.driver.current_url, 10, "the picked site did not open")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "0", timeout=15)
+    wait_until(lambda: dash_duo.find_element("#frame-nav-toggle").get_attribute("aria-expanded") == "false", 5)
+
+    # A page link in the menu goes there and shuts the menu.
+    click(dash_duo, "#frame-nav-toggle")
+    click(dash_duo, "#nav-overview")
+    dash_duo.wait_for_element("#overview-tiles", timeout=15)
+    wait_until(lambda: dash_duo.find_element("#frame-nav-toggle").get_attribute("aria-expanded") == "false", 5)
+    assert shown(dash_duo, "#frame-nav-links a") == []
+
+    # The folded controls open and still change the view: a filter added on a phone.
+    dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={shop.site_id}&time_zone=UTC")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=20)
+    click(dash_duo, "#frame-controls-toggle")
+    dash_duo.select_dcc_dropdown("#frame-filter-parameter", value="Channel")
+    dash_duo.find_element("#frame-filter-value").send_keys("Referral")
+    click(dash_duo, "#frame-filter-add")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "3", timeout=15)  # sessions 7-9 came by referral
+    toggle = dash_duo.find_element("#frame-controls-toggle")
+    assert "1 filter" in toggle.text, toggle.text
+    assert_fits(dash_duo, "goals with a filter at 390 px")
+    (output_dir / "phone").mkdir(exist_ok=True)
+    dash_duo.driver.save_screenshot(str(output_dir / "phone" / "goals-filtered-390.png"))
+    assert severe(dash_duo) == []
