@@ -377,6 +377,21 @@ def test_dash_phones002_dark_theme_follows_the_system_and_the_switch(dash_duo, s
     wait_until(lambda: (paper := chart_paper(dash_duo, chart)) is not None and paper < 0.2, 10, "chart not dark")
     assert dash_duo.find_element("#frame-theme-toggle").get_attribute("aria-pressed") == "true"
 
+    # An open dropdown list is dark with light options.
+    click(dash_duo, "#frame-filter-parameter")
+    option = wait_until(
+        lambda: next(iter(dash_duo.driver.find_elements(By.XPATH, "//*[text()='Page title']")), None), 5, "no list"
+    )
+    behind = dash_duo.driver.execute_script(
+        "var e = arguments[0];"
+        "while (e && getComputedStyle(e).backgroundColor === 'rgba(0, 0, 0, 0)') { e = e.parentElement; }"
+        "return e ? getComputedStyle(e).backgroundColor : null;",
+        option,
+    )
+    assert behind and luminance(behind) < 0.2, behind
+    assert luminance(option.value_of_css_property("color")) > 0.6
+    dash_duo.find_element("body").send_keys(Keys.ESCAPE)
+
     # Readable dark pages: tables, inputs, dropdowns, stack traces.
     for page in site_pages(shop):
         if page.name not in ("goals", "sessions", "errors", "settings", "funnels", "share-goals"):
