@@ -11,6 +11,9 @@ BROWSER_ZONE = "frame-browser-zone"  # dcc.Store(local): the browser's IANA time
 NAVIGATE = "frame-navigate"  # dcc.Location(refresh="callback-nav"): callbacks set "href"/"search" here to move
 NAVBAR = "frame-navbar"
 NAV_LINKS = "frame-nav-links"
+NAV_MENU = "frame-nav-menu"  # the links and account side, folded behind NAV_TOGGLE on a narrow screen
+NAV_TOGGLE = "frame-nav-toggle"
+THEME_TOGGLE = "frame-theme-toggle"
 SIGN_OUT = "frame-sign-out"
 USER_EMAIL = "frame-user-email"
 SITE_PICKER = "frame-site-picker"
@@ -20,6 +23,7 @@ MAIN = "frame-main"
 # Per analytics page: the resolved view of the URL (ViewState.to_dict()); page callbacks take it as Input.
 VIEW = "frame-view"
 CONTROLS = "frame-controls"
+CONTROLS_TOGGLE = "frame-controls-toggle"
 DATE_PRESET = "frame-date-preset"
 DATE_RANGE = "frame-date-range"
 DATE_BACK = "frame-date-back"

@@ -8,6 +8,9 @@
  * browser is idle on a page marked .preload-charts, so the first chart a click opens does not freeze the page.
  * On a page marked data-unsaved-guard, typing something and then leaving (a link, or closing the tab) asks first,
  * until a button marked data-saves is pressed.
+ * On a narrow screen the navbar's menu button (aria-controls) and the "Dates and filters" button fold their part of
+ * the page open and shut: CSS shows it while the button's aria-expanded is "true". The menu shuts again on Escape, a
+ * click elsewhere, or moving to another page.
  */
 (function () {
   "use strict";
@@ -77,6 +80,34 @@
     var dismiss = dialogs[dialogs.length - 1].querySelector("[data-dismiss]");
     if (dismiss) { dismiss.click(); }
   });
+
+  var NAV_TOGGLE = "frame-nav-toggle";
+  function setExpanded(button, open) { button.setAttribute("aria-expanded", open ? "true" : "false"); }
+  function menuButton() { return document.getElementById(NAV_TOGGLE); }
+  function closeMenu(focus) {
+    var button = menuButton();
+    if (!button || button.getAttribute("aria-expanded") !== "true") { return; }
+    setExpanded(button, false);
+    if (focus) { button.focus(); }
+  }
+  document.addEventListener("click", function (event) {
+    var target = event.target && event.target.closest ? event.target : null;
+    if (!target) { return; }
+    var button = target.closest("#" + NAV_TOGGLE + ", .controls-toggle");
+    if (button) {
+      setExpanded(button, button.getAttribute("aria-expanded") !== "true");
+      return;
+    }
+    var toggle = menuButton();
+    var menu = toggle ? document.getElementById(toggle.getAttribute("aria-controls")) : null;
+    // A page link, sign-out, or a click outside the open menu shuts it.
+    if (!menu || !menu.contains(target) || target.closest("a[href], #frame-sign-out")) { closeMenu(false); }
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") { closeMenu(true); }
+  });
+  window.addEventListener("popstate", function () { closeMenu(false); });
+  window.addEventListener("_dashprivate_pushstate", function () { closeMenu(false); });
 
   var unsaved = false;
   var LEAVE_QUESTION = "You have unsaved changes on this page. Leave without saving them?";

@@ -22,6 +22,8 @@ __all__ = [
     "COMMON_ZONES",
     "OVERVIEW_METRICS",
     "analytics_frame",
+    "controls_summary",
+    "controls_toggle",
     "date_controls",
     "filter_builder",
     "filter_chips",
@@ -155,28 +157,56 @@ def nav_links(pages: Iterable[Mapping[str, Any]], view: ViewState, active_path: 
 
 
 def navbar() -> html.Header:
-    """The top bar: brand, page links (filled per URL), site picker, the signed-in person and sign-out."""
+    """The top bar: brand, page links (filled per URL), site picker, the signed-in person and sign-out.
+
+    Below 1280 px the links and the account side fold behind a menu button (``assets/sitelens.js`` opens it;
+    CSS shows the menu while the button's ``aria-expanded`` is true). The light/dark switch stays in the bar.
+    """
     return html.Header(
         html.Div(
             [
                 dcc.Link([html.Span("◔", className="brand-mark"), "sitelens"], href="/", className="brand"),
-                html.Nav(id=ids.NAV_LINKS, className="nav-links"),
+                html.Button(
+                    [html.Span("☾", className="theme-toggle-light"), html.Span("☀", className="theme-toggle-dark")],
+                    id=ids.THEME_TOGGLE,
+                    className="button button-icon theme-toggle",
+                    title="Switch between light and dark",
+                    **attrs({"aria-label": "Dark theme", "aria-pressed": "false", "data-theme-toggle": "1"}),
+                ),
+                html.Button(
+                    html.Span(className="nav-toggle-bars"),
+                    id=ids.NAV_TOGGLE,
+                    className="button button-icon nav-toggle",
+                    title="Menu",
+                    **attrs({"aria-label": "Menu", "aria-expanded": "false", "aria-controls": ids.NAV_MENU}),
+                ),
                 html.Div(
                     [
-                        dcc.Dropdown(
-                            id=ids.SITE_PICKER,
-                            options=[],
-                            placeholder="Choose a site",
-                            clearable=False,
-                            searchable=True,
-                            className="site-picker",
-                        ),
-                        html.Span(id=ids.USER_EMAIL, className="user-email"),
-                        html.Button(
-                            "Sign out", id=ids.SIGN_OUT, n_clicks=0, className="button button-ghost", hidden=True
+                        html.Nav(id=ids.NAV_LINKS, className="nav-links", **attrs({"aria-label": "Pages"})),
+                        html.Div(
+                            [
+                                dcc.Dropdown(
+                                    id=ids.SITE_PICKER,
+                                    options=[],
+                                    placeholder="Choose a site",
+                                    clearable=False,
+                                    searchable=True,
+                                    className="site-picker",
+                                ),
+                                html.Span(id=ids.USER_EMAIL, className="user-email"),
+                                html.Button(
+                                    "Sign out",
+                                    id=ids.SIGN_OUT,
+                                    n_clicks=0,
+                                    className="button button-ghost",
+                                    hidden=True,
+                                ),
+                            ],
+                            className="nav-right",
                         ),
                     ],
-                    className="nav-right",
+                    id=ids.NAV_MENU,
+                    className="nav-menu",
                 ),
             ],
             className="navbar-inner",
@@ -459,6 +489,7 @@ def analytics_frame(
     children: list[Any] = [
         dcc.Store(id=ids.VIEW, data=view.to_dict()),
         dcc.Store(id=ids.FRAME_HREF),
+        controls_toggle(view, today),
         html.Div([date_controls(view, today), filter_builder()], className="controls", id=ids.CONTROLS),
         filter_chips(view.filters),
     ]
@@ -469,6 +500,34 @@ def analytics_frame(
             children.append(dcc.Store(id=ids.OVERVIEW_LOAD, data=view.to_dict()))
         children.append(overview_block(ids.OVERVIEW_BODY, overview_body, block_id=ids.OVERVIEW))
     return html.Div(children, className="frame")
+
+
+def controls_summary(view: ViewState, today: Any = None) -> str:
+    """The view's range and filters in a few words, for the folded controls: ``30 days · 2 filters``."""
+    preset = preset_of(view, today)
+    if preset is not None:
+        when = PRESET_LABELS[preset]
+    elif view.start_date is not None and view.end_date is not None:
+        when = f"{view.start_date:%-d %b} – {view.end_date:%-d %b %Y}"
+    else:
+        when = "All dates"
+    count = len(view.filters)
+    return f"{when} · {count} filter{'' if count == 1 else 's'}" if count else when
+
+
+def controls_toggle(view: ViewState, today: Any = None) -> html.Button:
+    """The button that unfolds the date and filter controls on a phone (``assets/sitelens.js`` flips it)."""
+    return html.Button(
+        [
+            html.Span(
+                ["Dates and filters ", html.Span(controls_summary(view, today), className="controls-toggle-summary")]
+            ),
+            html.Span("▾", className="controls-toggle-chevron", **attrs({"aria-hidden": "true"})),
+        ],
+        id=ids.CONTROLS_TOGGLE,
+        className="button button-secondary controls-toggle",
+        **attrs({"aria-expanded": "false", "aria-controls": ids.CONTROLS}),
+    )
 
 
 def overview_block(body_id: str, body: Any = None, *, block_id: str | None = None) -> html.Div:

@@ -122,6 +122,9 @@ def funnel_result(series: Sequence[tuple[str, Sequence[Any]]]) -> html.Div:
             dcc.Graph(
                 id=ids.FUNNEL_CHART, figure=_figure(series), config={"displayModeBar": False, "responsive": True}
             ),
-            html.Table([html.Thead(head), html.Tbody(body)], className="funnel-table", id=ids.FUNNEL_TABLE),
+            html.Div(
+                html.Table([html.Thead(head), html.Tbody(body)], className="funnel-table", id=ids.FUNNEL_TABLE),
+                className="funnel-scroll",
+            ),
         ]
     )

@@ -251,8 +251,8 @@ def errors_time_figure(buckets: Sequence[Any], time_zone: str | None, bucket: st
     figure.update_layout(
         margin={"l": 48, "r": 16, "t": 8, "b": 36},
         height=260,
-        plot_bgcolor="white",
-        paper_bgcolor="white",
+        plot_bgcolor="rgba(0,0,0,0)",
+        paper_bgcolor="rgba(0,0,0,0)",
         bargap=0.15,
         showlegend=False,
         yaxis={

@@ -205,7 +205,7 @@ def _errors(api: Any, view: ViewState) -> tuple[Any, list[str]]:
             error_ui.error_detail_header(chosen),
             dcc.Graph(
                 figure=error_ui.errors_time_figure(series, view.time_zone, bucket),
-                config={"displayModeBar": False},
+                config={"displayModeBar": False, "responsive": True},
                 className="chart",
             ),
             error_ui.occurrences_list(events, view.time_zone),
