@@ -22,7 +22,6 @@ from api_backend.query.window import Window
 __all__ = [
     "EFFECTIVE_USER",
     "FIRST_SET_PARAMETERS",
-    "edge_session_ids",
     "edge_sessions",
     "facts_answer",
     "session_aggregates",
@@ -152,24 +151,42 @@ def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
     return f"SELECT {columns} FROM sessions WHERE {' AND '.join(where)}"
 
 
-def edge_session_ids(scope: Scope, p: Params) -> str:
-    """``SELECT session_id FROM sessions``: sessions with events on both sides of an edge of the window."""
+def _crossing(scope: Scope, p: Params) -> list[tuple[str, str]]:
+    """``(edge, condition on sessions)``: the sessions crossing the start, then those crossing only the end."""
     w = scope.window
-    crossing = []
+    if w.start is None and w.end is None:
+        return []
+    sites = _sites(scope.site_ids, p)
+    parts: list[tuple[str, str]] = []
     if w.start is not None:
-        crossing.append(f"(NOT {_after_start('first_seen', w, p)} AND {_after_start('last_seen', w, p)})")
+        parts.append(
+            ("start", f"{sites} AND NOT {_after_start('first_seen', w, p)} AND {_after_start('last_seen', w, p)}")
+        )
     if w.end is not None:
-        crossing.append(f"({_before_end('first_seen', w, p)} AND NOT {_before_end('last_seen', w, p)})")
-    if not crossing:
-        return f"SELECT session_id FROM sessions WHERE false AND {_sites(scope.site_ids, p)}"
-    return f"SELECT session_id FROM sessions WHERE {_sites(scope.site_ids, p)} AND ({' OR '.join(crossing)})"
+        start_side = f" AND {_after_start('first_seen', w, p)}" if w.start is not None else ""
+        before = f"{_before_end('first_seen', w, p)} AND NOT {_before_end('last_seen', w, p)}"
+        parts.append(("end", f"{sites}{start_side} AND {before}"))
+    return parts
 
 
 def edge_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
-    """``SELECT session_id<columns> ... GROUP BY session_id``: the edge sessions over their in-window events."""
+    """``SELECT session_id<columns> ... GROUP BY session_id``: the edge sessions over their in-window events.
+
+    The rows of sessions crossing the start lie before the last of their ends, those crossing the end after the
+    first of their starts: bounds the engine prunes the events by, so only the rows near the edges are read.
+    """
     conditions = [session_condition(f, d, p) for f in scope.session_filters]
     having = f" HAVING {' AND '.join(conditions)}" if conditions else ""
-    return (
-        f"SELECT session_id{columns} FROM events WHERE {_window_events(scope, p)} "
-        f"AND session_id IN ({edge_session_ids(scope, p)}) GROUP BY session_id{having}"
-    )
+    parts = []
+    for kind, where in _crossing(scope, p):
+        crossing = f"SELECT session_id FROM sessions WHERE {where}"
+        bound = (
+            f"timestamp <= (SELECT max(last_seen) FROM sessions WHERE {where})"
+            if kind == "start"
+            else f"timestamp >= (SELECT min(first_seen) FROM sessions WHERE {where})"
+        )
+        parts.append(
+            f"SELECT * FROM events WHERE {_window_events(scope, p)} AND {bound} AND session_id IN ({crossing})"
+        )
+    rows = " UNION ALL ".join(parts) or "SELECT * FROM events WHERE false"
+    return f"SELECT session_id{columns} FROM ({rows}) AS edge_rows GROUP BY session_id{having}"
