@@ -205,8 +205,8 @@ class ClickHouseDialect(Dialect):
     """ClickHouse's spellings (server-side ``{name:Type}`` parameters, camelCase functions)."""
 
     name: str = "clickhouse"
-    # The store keeps ``sessions`` (an AggregatingMergeTree), but finalising it per read measured slower on chdb
-    # than grouping the events, so reads group the events.
+    # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view), but reads still group the events:
+    # its ``-Merge`` functions need ``aggregate_functions_null_for_empty = 0`` while the read layer runs with 1.
     session_facts: bool = False
 
     def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
