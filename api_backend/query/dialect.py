@@ -205,8 +205,9 @@ class ClickHouseDialect(Dialect):
     """ClickHouse's spellings (server-side ``{name:Type}`` parameters, camelCase functions)."""
 
     name: str = "clickhouse"
-    # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view), but reads still group the events:
-    # its ``-Merge`` functions need ``aggregate_functions_null_for_empty = 0`` while the read layer runs with 1.
+    # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view), but reads still group the events: on
+    # chdb, merging the table's parts alone costs 60-65% of grouping the events (``bench/analysis.md``), and the
+    # edge logic needs the merged rows several times.
     session_facts: bool = False
 
     def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:

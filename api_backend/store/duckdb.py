@@ -70,10 +70,14 @@ class DuckDBEventStore:
         cur = self._con.cursor()
         try:
             cur.execute("BEGIN TRANSACTION")
-            cur.execute(SESSIONS_DDL)
-            fill = build_sessions_fill()
-            cur.execute(fill.sql, fill.params)
-            cur.execute("COMMIT")
+            try:
+                cur.execute(SESSIONS_DDL)
+                fill = build_sessions_fill()
+                cur.execute(fill.sql, fill.params)
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
         finally:
             cur.close()
 
@@ -142,9 +146,13 @@ class DuckDBEventStore:
             try:
                 (count,) = cur.execute("SELECT count(*) FROM events WHERE site_id = ?", [site_id]).fetchone() or (0,)
                 cur.execute("BEGIN TRANSACTION")
-                cur.execute("DELETE FROM events WHERE site_id = ?", [site_id])
-                cur.execute("DELETE FROM sessions WHERE site_id = ?", [site_id])
-                cur.execute("COMMIT")
+                try:
+                    cur.execute("DELETE FROM events WHERE site_id = ?", [site_id])
+                    cur.execute("DELETE FROM sessions WHERE site_id = ?", [site_id])
+                    cur.execute("COMMIT")
+                except BaseException:
+                    cur.execute("ROLLBACK")
+                    raise
             finally:
                 cur.close()
         return int(count)
