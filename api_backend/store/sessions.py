@@ -15,7 +15,9 @@ two partial rows of the same session can be combined into (a later batch may bri
 
 The aggregates come from ``api_backend.query.facts`` (built on ``query.filters``), so the table and the event
 queries cannot disagree.
-DuckDB keeps the table in the transaction that stores the events (an upsert keyed on ``(site_id, session_id)``);
+DuckDB keeps the table in the transaction that stores the events: a ``MERGE`` of the batch's sessions on
+``(site_id, session_id)``. (No primary key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times slower
+than the ``MERGE``'s hash join, see ``bench/analysis.md``.)
 ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``).
 """
 
@@ -39,8 +41,7 @@ SESSIONS_DDL = f"""CREATE TABLE IF NOT EXISTS sessions (
   users VARCHAR[] NOT NULL,
   entry_page VARCHAR NOT NULL, entry_at TIMESTAMP,
   exit_page VARCHAR NOT NULL, exit_at TIMESTAMP,
-  channel VARCHAR NOT NULL, channel_key BIGINT NOT NULL{_FIRST_SET_COLUMNS},
-  PRIMARY KEY (site_id, session_id)
+  channel VARCHAR NOT NULL, channel_key BIGINT NOT NULL{_FIRST_SET_COLUMNS}
 )"""
 
 
@@ -51,18 +52,18 @@ def _grouped(source: str, p: Params) -> str:
 
 def _earlier(value: str, at: str) -> list[str]:
     """SET items keeping the value whose time is earlier (the stored one on a tie; NULL time means no value)."""
-    take = f"(excluded.{at} < sessions.{at} OR sessions.{at} IS NULL)"
+    take = f"(b.{at} < sessions.{at} OR sessions.{at} IS NULL)"
     return [
-        f"{value} = CASE WHEN {take} THEN excluded.{value} ELSE sessions.{value} END",
-        f"{at} = CASE WHEN {take} THEN excluded.{at} ELSE sessions.{at} END",
+        f"{value} = CASE WHEN {take} THEN b.{value} ELSE sessions.{value} END",
+        f"{at} = CASE WHEN {take} THEN b.{at} ELSE sessions.{at} END",
     ]
 
 
 def _later(value: str, at: str) -> list[str]:
-    take = f"(excluded.{at} > sessions.{at} OR sessions.{at} IS NULL)"
+    take = f"(b.{at} > sessions.{at} OR sessions.{at} IS NULL)"
     return [
-        f"{value} = CASE WHEN {take} THEN excluded.{value} ELSE sessions.{value} END",
-        f"{at} = CASE WHEN {take} THEN excluded.{at} ELSE sessions.{at} END",
+        f"{value} = CASE WHEN {take} THEN b.{value} ELSE sessions.{value} END",
+        f"{at} = CASE WHEN {take} THEN b.{at} ELSE sessions.{at} END",
     ]
 
 
@@ -70,21 +71,23 @@ def build_sessions_upsert(source: str) -> Query:
     """Fold the events of the relation ``source`` into ``sessions`` (DuckDB), whatever it already holds of them."""
     p = Params()
     updates = [
-        "first_seen = least(sessions.first_seen, excluded.first_seen)",
-        "last_seen = greatest(sessions.last_seen, excluded.last_seen)",
-        "pageviews = sessions.pageviews + excluded.pageviews",
-        "events = sessions.events + excluded.events",
+        "first_seen = least(sessions.first_seen, b.first_seen)",
+        "last_seen = greatest(sessions.last_seen, b.last_seen)",
+        "pageviews = sessions.pageviews + b.pageviews",
+        "events = sessions.events + b.events",
         *_later("user_value", "user_key"),
-        "users = list_distinct(list_concat(sessions.users, excluded.users))",
+        "users = list_distinct(list_concat(sessions.users, b.users))",
         *_earlier("entry_page", "entry_at"),
         *_later("exit_page", "exit_at"),
         *_earlier("channel", "channel_key"),
     ]
     for name in FIRST_SET_PARAMETERS:
         updates.extend(_earlier(name, f"{name}_at"))
+    # ``b`` has the table's columns in its order, so a new session is inserted as it is.
     sql = (
-        f"INSERT INTO sessions {_grouped(source, p)}\n"
-        f"ON CONFLICT (site_id, session_id) DO UPDATE SET\n  " + ",\n  ".join(updates)
+        f"MERGE INTO sessions USING ({_grouped(source, p)}) AS b\n"
+        "ON sessions.site_id = b.site_id AND sessions.session_id = b.session_id\n"
+        "WHEN MATCHED THEN UPDATE SET\n  " + ",\n  ".join(updates) + "\nWHEN NOT MATCHED THEN INSERT"
     )
     return p.query(sql)
 
