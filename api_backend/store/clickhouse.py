@@ -164,17 +164,16 @@ class ClickHouseEventStore:
                 settings=_DELETE_SETTINGS,
             )
         # Checked on every start, not only after deleting rows, so a start interrupted in between repairs them too.
-        self._rebuild_sessions("max_log_seq > {applied:UInt64}", params, having=True)
+        self._rebuild_sessions("max_log_seq > {applied:UInt64}", params)
 
-    def _rebuild_sessions(self, condition: str, params: dict[str, Any], *, having: bool = False) -> None:
-        """Recompute from ``events`` the sessions selected by ``condition`` (on their merged row with ``having``).
+    def _rebuild_sessions(self, condition: str, params: dict[str, Any]) -> None:
+        """Recompute from ``events`` the sessions having a (not yet merged) row where ``condition`` holds.
 
         Aggregate states cannot lose rows, so the sessions' rows go and their states are written again from the
         events kept. A crash between the two leaves those sessions out of ``sessions`` until they are rebuilt.
         """
-        clause = f"GROUP BY site_id, session_id HAVING max({condition})" if having else f"WHERE {condition}"
         keys = self.client.query(
-            f"SELECT DISTINCT site_id, session_id FROM sessions {clause}", parameters=params
+            f"SELECT DISTINCT site_id, session_id FROM sessions WHERE {condition}", parameters=params
         ).result_rows
         if not keys:
             return

@@ -60,7 +60,8 @@ def test_chfacts001_batches_in_any_order_give_duckdbs_sessions(store):
     assert finished(store) == duckdb_facts(rows)
 
 
-def test_chfacts002_upgrading_a_database_fills_the_table_from_its_events(store, chdb_settings):
+def test_chfacts002_upgrading_a_database_fills_the_table_from_its_events(chdb_settings):
+    store, _ = open_event_store(chdb_settings)
     rows = random_events(random.Random(12), 200)
     store.append(rows_to_table(rows))
     # What a database of schema version 1 looks like: events and no sessions.
