@@ -9,6 +9,9 @@ Filters keep their meaning: a session-level filter compares the stored value of 
 first-non-empty value, entry/exit page, channel or user the event grouping computes) and is applied to edge
 sessions over their in-window events; an any-event filter (``pathname``, ``prop:...``) selects the whole sessions
 that have (or have not) a matching event in the window. Only row filters (error routes) need the event route.
+
+The table is keyed by ``(site_id, session_id)`` while the event grouping keys by ``session_id`` alone: the two agree
+because a session id belongs to one site (ingestion draws it at random, 128 bits).
 """
 
 from __future__ import annotations
