@@ -104,7 +104,7 @@ def _apply(source: Path, work: Path, last: datetime, n: int, batch: int, rounds:
             shutil.copy(source, work)
             store = DuckDBEventStore(work)
             if label == "events only":
-                store._upsert = Query("SET VARIABLE sitelens_bench_noop = 1")  # the same transaction, no MERGE
+                store._upsert = [Query("SET VARIABLE sitelens_bench_noop = 1")]  # the same transaction, no sessions
             started = time.perf_counter()
             for b in batches:
                 store.append(pa.Table.from_batches([b]))

@@ -98,7 +98,8 @@ class DuckDBEventStore:
                     cur.register("incoming_batch", table)
                     cur.execute("INSERT INTO events SELECT * FROM incoming_batch")
                     if table.num_rows:
-                        cur.execute(self._upsert.sql, self._upsert.params)
+                        for statement in self._upsert:
+                            cur.execute(statement.sql, statement.params)
                     cur.unregister("incoming_batch")
                     if log_seq is not None:
                         cur.execute("UPDATE event_log_position SET applied_seq = ?", [log_seq])

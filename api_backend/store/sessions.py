@@ -15,9 +15,9 @@ two partial rows of the same session can be combined into (a later batch may bri
 
 The aggregates come from ``api_backend.query.facts`` (built on ``query.filters``), so the table and the event
 queries cannot disagree.
-DuckDB keeps the table in the transaction that stores the events: a ``MERGE`` of the batch's sessions on
-``(site_id, session_id)``. (No primary key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times slower
-than the ``MERGE``'s hash join, see ``bench/analysis.md``.)
+DuckDB keeps the table in the transaction that stores the events: the batch's sessions are matched on
+``(site_id, session_id)``, the stored ones updated and the new ones inserted (``build_sessions_upsert``). (No primary
+key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times slower, see ``bench/analysis.md``.)
 ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``).
 """
 
@@ -67,8 +67,13 @@ def _later(value: str, at: str) -> list[str]:
     ]
 
 
-def build_sessions_upsert(source: str) -> Query:
-    """Fold the events of the relation ``source`` into ``sessions`` (DuckDB), whatever it already holds of them."""
+def build_sessions_upsert(source: str) -> list[Query]:
+    """Statements folding the events of the relation ``source`` into ``sessions`` (DuckDB), run in one transaction.
+
+    The batch's sessions are grouped once (``session_batch``); a narrow join finds the ``rowid`` of those already
+    stored (``session_match``); only those rows are updated, and the others inserted. (A ``MERGE`` reads every
+    column it may update from every stored row, which costs more as the table grows.)
+    """
     p = Params()
     updates = [
         "first_seen = least(sessions.first_seen, b.first_seen)",
@@ -83,13 +88,23 @@ def build_sessions_upsert(source: str) -> Query:
     ]
     for name in FIRST_SET_PARAMETERS:
         updates.extend(_earlier(name, f"{name}_at"))
-    # ``b`` has the table's columns in its order, so a new session is inserted as it is.
-    sql = (
-        f"MERGE INTO sessions USING ({_grouped(source, p)}) AS b\n"
-        "ON sessions.site_id = b.site_id AND sessions.session_id = b.session_id\n"
-        "WHEN MATCHED THEN UPDATE SET\n  " + ",\n  ".join(updates) + "\nWHEN NOT MATCHED THEN INSERT"
-    )
-    return p.query(sql)
+    same = "m.site_id = b.site_id AND m.session_id = b.session_id"
+    return [
+        p.query(f"CREATE OR REPLACE TEMP TABLE session_batch AS {_grouped(source, p)}"),
+        Query(
+            "CREATE OR REPLACE TEMP TABLE session_match AS SELECT s.rowid AS rid, b.site_id, b.session_id "
+            "FROM sessions AS s JOIN session_batch AS b ON s.site_id = b.site_id AND s.session_id = b.session_id"
+        ),
+        Query(
+            "UPDATE sessions SET\n  " + ",\n  ".join(updates) + "\n"
+            f"FROM session_match AS m JOIN session_batch AS b ON {same} WHERE sessions.rowid = m.rid"
+        ),
+        # ``session_batch`` has the table's columns in its order, so a new session is inserted as it is.
+        Query(
+            "INSERT INTO sessions SELECT * FROM session_batch AS b "
+            f"WHERE NOT EXISTS (SELECT 1 FROM session_match AS m WHERE {same})"
+        ),
+    ]
 
 
 def build_sessions_fill() -> Query:
