@@ -57,6 +57,8 @@ class Dialect:
     """DuckDB's spellings; ``ClickHouseDialect`` overrides what ClickHouse spells differently."""
 
     name: str = "duckdb"
+    # Reads take whole sessions from the ``sessions`` table the store keeps (``query/facts.py``).
+    session_facts: bool = True
 
     # -- placeholders ---------------------------------------------------------------------------------------------
 
@@ -203,6 +205,10 @@ class ClickHouseDialect(Dialect):
     """ClickHouse's spellings (server-side ``{name:Type}`` parameters, camelCase functions)."""
 
     name: str = "clickhouse"
+    # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view), but reads still group the events: on
+    # chdb, merging the table's parts alone costs 60-65% of grouping the events (``bench/analysis.md``), and the
+    # edge logic needs the merged rows several times.
+    session_facts: bool = False
 
     def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
         """``$p0`` becomes ``{p0:Type}`` with the type of its bound value; naive datetimes are UTC."""

@@ -4,6 +4,11 @@ Per session (over its in-window events): start, end, pageviews and the effective
 else visitor id). ``bounce_rate`` = sessions with exactly one pageview x 100 / sessions; averages are
 NULL over no sessions.
 
+Where the engine keeps per-session facts (``facts.py``), whole sessions come from the ``sessions`` table and only
+the sessions crossing the window's edges are grouped from events; the ``*_events_*`` builders are the grouping of
+every in-window event, used where the table cannot answer (row filters, an engine without it). Both give the same
+numbers: a session counts only its in-window events either way.
+
 ``previous_window`` gives the comparison period: the same-length window just before the requested one
 (a date range moves back by its number of local days, so both cover whole local days across DST; any
 other window moves back by its own length).
@@ -16,38 +21,121 @@ from datetime import timedelta
 
 from api_backend.errors import InvalidRequestError
 from api_backend.query.dialect import Dialect
+from api_backend.query.facts import EFFECTIVE_USER, edge_sessions, facts_answer, whole_sessions
 from api_backend.query.filters import session_user
-from api_backend.query.scope import Scope, opening, qualified_rows, session_groups
+from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Params, Query
 from api_backend.query.window import Window, to_local, to_utc
 from api_backend.query.zones import local_time
 
-__all__ = ["build_overview_query", "build_overview_series_query", "previous_window"]
+__all__ = [
+    "build_overview_events_query",
+    "build_overview_query",
+    "build_overview_series_events_query",
+    "build_overview_series_query",
+    "previous_window",
+]
 
-
-def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:
-    columns = f""", min(timestamp) AS session_start,
-    {d.epoch_seconds("max(timestamp)")} - {d.epoch_seconds("min(timestamp)")} AS duration,
-    count(*) FILTER (WHERE type = 'pageview') AS pageviews,
-    {session_user(d)} AS uid"""
-    return d.cte("s", session_groups(scope, columns, d, p), materialized=True)
-
-
-def build_overview_query(scope: Scope, d: Dialect) -> Query:
-    """One row: sessions, pageviews, users, pages_per_session, bounce_rate, session_duration."""
-    p = Params()
-    start = opening(scope, d, p, rows_needed=False)
-    sql = f"""{start}{_sessions_cte(scope, d, p)}
-SELECT count(*) AS sessions, coalesce(sum(pageviews), 0) AS pageviews, count(DISTINCT uid) AS users,
+_HEADLINE = """SELECT count(*) AS sessions, coalesce(sum(pageviews), 0) AS pageviews, count(DISTINCT uid) AS users,
   avg(pageviews) AS pages_per_session,
   avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate,
   avg(duration) AS session_duration
 FROM s"""
-    return p.query(sql)
+_SESSION_AVERAGES = """count(*) AS sessions, avg(pageviews) AS pages_per_session,
+         avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate, avg(duration) AS session_duration"""
+_JOIN_BUCKETS = """SELECT coalesce(sb.bucket, eb.bucket) AS bucket, coalesce(sb.sessions, 0) AS sessions,
+  coalesce(eb.pageviews, 0) AS pageviews, coalesce(eb.users, 0) AS users,
+  sb.pages_per_session, sb.bounce_rate, sb.session_duration
+FROM sb FULL OUTER JOIN eb ON sb.bucket = eb.bucket
+ORDER BY 1"""
+
+
+def _event_columns(d: Dialect) -> str:
+    """Per session, from its in-window events: start, duration, pageviews, user."""
+    return f""", min(timestamp) AS session_start,
+    {d.epoch_seconds("max(timestamp)")} - {d.epoch_seconds("min(timestamp)")} AS duration,
+    count(*) FILTER (WHERE type = 'pageview') AS pageviews,
+    {session_user(d)} AS uid"""
+
+
+def _fact_columns(d: Dialect) -> str:
+    """The same per session, from its ``sessions`` row (a whole session: all its events are in the window)."""
+    duration = f"{d.epoch_seconds('last_seen')} - {d.epoch_seconds('first_seen')}"
+    return f"session_id, first_seen AS session_start, {duration} AS duration, pageviews, user_value AS uid"
+
+
+def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:
+    return d.cte("s", session_groups(scope, _event_columns(d), d, p), materialized=True)
+
+
+def _facts_ctes(scope: Scope, d: Dialect, p: Params, whole_extra: str = "") -> str:
+    """``whole`` (sessions from the table), ``edge`` (grouped from events) and ``s``, their union."""
+    whole = whole_sessions(scope, _fact_columns(d) + whole_extra, d, p)
+    edge = edge_sessions(scope, _event_columns(d), d, p)
+    union = (
+        "SELECT session_id, session_start, duration, pageviews, uid FROM whole UNION ALL "
+        "SELECT session_id, session_start, duration, pageviews, uid FROM edge"
+    )
+    return ",\n".join(
+        [
+            d.cte("whole", whole, materialized=True),
+            d.cte("edge", edge, materialized=True),
+            d.cte("s", union, materialized=False),
+        ]
+    )
+
+
+def build_overview_query(scope: Scope, d: Dialect) -> Query:
+    """One row: sessions, pageviews, users, pages_per_session, bounce_rate, session_duration."""
+    if not facts_answer(scope, d):
+        return build_overview_events_query(scope, d)
+    p = Params()
+    return p.query(f"WITH {_facts_ctes(scope, d, p)}\n{_HEADLINE}")
+
+
+def build_overview_events_query(scope: Scope, d: Dialect) -> Query:
+    """``build_overview_query`` grouping every in-window event into sessions."""
+    p = Params()
+    start = opening(scope, d, p, rows_needed=False)
+    return p.query(f"{start}{_sessions_cte(scope, d, p)}\n{_HEADLINE}")
 
 
 def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
-    """Rows per local bucket: sessions (by session start) with their averages, and pageviews/users by event time."""
+    """Rows per local bucket: sessions (by session start) with their averages, and pageviews/users by event time.
+
+    From the table, a whole session gives its start bucket's session numbers; when all its events fall in that
+    bucket (same bucket and same UTC offset at its first and last event, so local time ran straight between them)
+    it also gives that bucket its pageviews and distinct users. The events of the other qualifying sessions
+    (crossing a bucket boundary or the window's edge) are bucketed one by one, as the event route does.
+    """
+    if not facts_answer(scope, d):
+        return build_overview_series_events_query(scope, bucket, d)
+    p = Params()
+    first_local = local_time("first_seen", scope.window, d, p)
+    last_local = local_time("last_seen", scope.window, d, p)
+    one_bucket = (
+        f"{d.bucket(first_local, bucket)} = {d.bucket(last_local, bucket)} "
+        f"AND {first_local} - first_seen = {last_local} - last_seen"
+    )
+    whole_extra = f", users, {d.bucket(first_local, bucket)} AS start_bucket, {one_bucket} AS one_bucket"
+    ctes = _facts_ctes(scope, d, p, whole_extra)
+    session_bucket = d.bucket(local_time("session_start", scope.window, d, p), bucket)
+    event_bucket = d.bucket(local_time("timestamp", scope.window, d, p), bucket)
+    window = window_condition(scope.site_ids, scope.window, p)
+    split = "SELECT session_id FROM whole WHERE NOT one_bucket UNION ALL SELECT session_id FROM edge"
+    sql = f"""WITH {ctes},
+sb AS (SELECT {session_bucket} AS bucket, {_SESSION_AVERAGES} FROM s GROUP BY 1),
+bu AS (SELECT {event_bucket} AS bucket, CASE WHEN type = 'pageview' THEN 1 ELSE 0 END AS pv, {EFFECTIVE_USER} AS u
+       FROM events WHERE {window} AND session_id IN ({split})
+       UNION ALL SELECT start_bucket, pageviews, CAST(NULL AS VARCHAR) FROM whole WHERE one_bucket
+       UNION ALL SELECT start_bucket, 0, unnest(users) FROM whole WHERE one_bucket),
+eb AS (SELECT bucket, sum(pv) AS pageviews, count(DISTINCT u) AS users FROM bu GROUP BY 1)
+{_JOIN_BUCKETS}"""
+    return p.query(sql)
+
+
+def build_overview_series_events_query(scope: Scope, bucket: str, d: Dialect) -> Query:
+    """``build_overview_series_query`` grouping every in-window event into sessions."""
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
     session_bucket = d.bucket(local_time("session_start", scope.window, d, p), bucket)
@@ -58,17 +146,11 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     if scope.session_filters:
         rows += " AND session_id IN (SELECT session_id FROM s)"
     sql = f"""{start}{sessions},
-sb AS (SELECT {session_bucket} AS bucket, count(*) AS sessions, avg(pageviews) AS pages_per_session,
-         avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate, avg(duration) AS session_duration
-       FROM s GROUP BY 1),
+sb AS (SELECT {session_bucket} AS bucket, {_SESSION_AVERAGES} FROM s GROUP BY 1),
 eb AS (SELECT {event_bucket} AS bucket, count(*) FILTER (WHERE type = 'pageview') AS pageviews,
          count(DISTINCT CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END) AS users
        {rows} GROUP BY 1)
-SELECT coalesce(sb.bucket, eb.bucket) AS bucket, coalesce(sb.sessions, 0) AS sessions,
-  coalesce(eb.pageviews, 0) AS pageviews, coalesce(eb.users, 0) AS users,
-  sb.pages_per_session, sb.bounce_rate, sb.session_duration
-FROM sb FULL OUTER JOIN eb ON sb.bucket = eb.bucket
-ORDER BY 1"""
+{_JOIN_BUCKETS}"""
     return p.query(sql)
 
 

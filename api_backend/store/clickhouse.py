@@ -9,7 +9,9 @@ transactions, so the rows of a batch and the event-log position cannot be writte
    position never got written) are deleted, and the writer's replay then copies those log records again.
 
 A crash between 1 and 2 therefore neither loses (the log still holds the records) nor duplicates (their first copy
-is gone before the replay) an event. An insert that spans partitions may land partly; the same rule covers it. The
+is gone before the replay) an event. The ``sessions`` table (fed by a materialized view as rows are inserted) got
+those rows too: recovery rebuilds the sessions whose ``max_log_seq`` is above the position from the events kept.
+An insert that spans partitions may land partly; the same rule covers it. The
 rows of one database must be written by one sitelens process (the one holding the event log); readers may be many.
 
 Inserts are sent with ``insert_deduplicate=0``: a replicated table would otherwise drop a replayed block as a
@@ -27,7 +29,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE
+from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, session_states_sql
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError
 
 __all__ = ["INSERT_SETTINGS", "QUERY_SETTINGS", "ClickHouseEventStore"]
@@ -111,7 +113,8 @@ class ClickHouseEventStore:
         self._on_close = on_close
         self._write_lock = threading.Lock()
         self.schema_version = self._migrate()
-        self._delete_from = self._delete_target()
+        self._delete_from = self._delete_target("events")
+        self._delete_sessions = self._delete_target("sessions")
         self._recover()
 
     # -- schema and recovery --------------------------------------------------------------------------------------
@@ -133,15 +136,16 @@ class ClickHouseEventStore:
             current = version
         return current
 
-    def _delete_target(self) -> str:
-        """Where deletes go: ``events``, or on a cluster the replicated local tables behind the Distributed one."""
+    def _delete_target(self, table: str) -> str:
+        """Where deletes of ``table`` go: itself, or on a cluster the replicated local tables behind it."""
         rows = self.client.query(
-            "SELECT engine, engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'events'"
+            "SELECT engine, engine_full FROM system.tables WHERE database = currentDatabase() AND name = {t:String}",
+            parameters={"t": table},
         ).result_rows
         if rows and rows[0][0] == "Distributed":
             cluster = rows[0][1].split("(", 1)[1].split(",", 1)[0].strip(" '`")
-            return f"events_local ON CLUSTER `{cluster}`"
-        return "events"
+            return f"{table}_local ON CLUSTER `{cluster}`"
+        return table
 
     def _recover(self) -> None:
         """Delete rows whose insert finished but whose log position was never recorded (the log replays them)."""
@@ -159,6 +163,28 @@ class ClickHouseEventStore:
                 parameters=params,
                 settings=_DELETE_SETTINGS,
             )
+        # Checked on every start, not only after deleting rows, so a start interrupted in between repairs them too.
+        self._rebuild_sessions("max_log_seq > {applied:UInt64}", params)
+
+    def _rebuild_sessions(self, condition: str, params: dict[str, Any]) -> None:
+        """Recompute from ``events`` the sessions having a (not yet merged) row where ``condition`` holds.
+
+        Aggregate states cannot lose rows, so the sessions' rows go and their states are written again from the
+        events kept. A crash between the two leaves those sessions out of ``sessions`` until they are rebuilt.
+        """
+        keys = self.client.query(
+            f"SELECT DISTINCT site_id, session_id FROM sessions WHERE {condition}", parameters=params
+        ).result_rows
+        if not keys:
+            return
+        log.warning("rebuilding %d sessions from their events", len(keys))
+        for site_id in sorted({k[0] for k in keys}):
+            ids = {"site": site_id, "ids": [k[1] for k in keys if k[0] == site_id]}
+            where = "site_id = {site:Int32} AND has({ids:Array(String)}, session_id)"
+            self.client.command(
+                f"DELETE FROM {self._delete_sessions} WHERE {where}", parameters=ids, settings=_DELETE_SETTINGS
+            )
+            self.client.command(f"INSERT INTO sessions {session_states_sql('events', where)}", parameters=ids)
 
     # -- EventStore -----------------------------------------------------------------------------------------------
 
@@ -222,16 +248,28 @@ class ClickHouseEventStore:
                     parameters=params,
                     settings=_DELETE_SETTINGS,
                 )
+            self.client.command(
+                f"DELETE FROM {self._delete_sessions} WHERE site_id = {{site:Int32}}",
+                parameters=params,
+                settings=_DELETE_SETTINGS,
+            )
         return int(count)
 
     def delete_range(self, site_id: int, start: datetime, end: datetime) -> None:
         """Delete the events of ``site_id`` in ``[start, end)`` (naive UTC); reads that follow no longer see them."""
+        params = {"site": site_id, "start": start, "end": end}
         with self._write_lock:
             self.client.command(
                 f"DELETE FROM {self._delete_from} WHERE site_id = {{site:Int32}} "
                 "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}",
-                parameters={"site": site_id, "start": start, "end": end},
+                parameters=params,
                 settings=_DELETE_SETTINGS,
+            )
+            # The sessions that had events in the range (a session's parts each cover part of its time).
+            self._rebuild_sessions(
+                "site_id = {site:Int32} AND first_seen < {end:DateTime64(3, 'UTC')} "
+                "AND last_seen >= {start:DateTime64(3, 'UTC')}",
+                params,
             )
 
     def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:

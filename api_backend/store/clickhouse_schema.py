@@ -15,15 +15,34 @@ Choices, each because of how sitelens reads:
   ``String``; the JSON columns get ``ZSTD(3)`` because they repeat the same keys on every row.
 - Strings are never NULL ('' means unknown), as in DuckDB; only the five web-vitals columns are ``Nullable``.
 - ``log_seq`` is the event-log record an inserted row came from (see ``store/clickhouse.py``).
+- ``sessions`` (schema version 2) holds the per-session facts of ``store/sessions.py`` the way ClickHouse users keep
+  such a table: an ``AggregatingMergeTree`` ordered by ``(site_id, session_id)`` that a materialized view on
+  ``events`` feeds with each inserted block's partial states; merges (and a read's ``GROUP BY`` with the ``-Merge``
+  functions) combine the parts of one session. ``max_log_seq`` tells recovery which sessions hold rows it deletes.
 """
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 
+from api_backend.query.dialect import CLICKHOUSE
+from api_backend.query.facts import EFFECTIVE_USER, FIRST_SET_PARAMETERS
+from api_backend.query.filters import row_expression
+from api_backend.query.sql import Params
 from api_backend.store.events import EVENT_COLUMNS
 
-__all__ = ["MIGRATIONS", "SCHEMA_TABLE", "cluster_schema_sql", "column_type", "events_columns_sql", "single_node_sql"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_TABLE",
+    "cluster_schema_sql",
+    "column_type",
+    "events_columns_sql",
+    "session_states_sql",
+    "sessions_final_sql",
+    "single_node_sql",
+]
 
 SCHEMA_TABLE = "sitelens_schema"
 
@@ -75,6 +94,124 @@ def _position_table(name: str, engine: str, on_cluster: str = "") -> str:
     )
 
 
+_TIME = "DateTime64(3, 'UTC')"
+_LATE = "100000000000000000"
+_PAGEVIEW = "type = 'pageview'"
+# (column, column type, state expression over events, finalising expression); the state expressions are the
+# ClickHouse spelling of ``query.facts.session_aggregates``.
+_FIRST_SET_STATES = tuple(
+    (name, f"AggregateFunction(argMin, String, {_TIME})", "{expr}", f"argMinMerge({name})")
+    for name in FIRST_SET_PARAMETERS
+)
+
+
+def _literal(value: object) -> str:
+    """A ClickHouse string literal (DDL cannot take bound parameters)."""
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+def _inline(sql: str, p: Params) -> str:
+    return re.sub(r"\$(p\d+)\b", lambda m: _literal(p.values[m.group(1)]), sql)
+
+
+def _session_columns() -> list[tuple[str, str, str, str]]:
+    """``(column, type, state over a block of events, finalising aggregate)`` of every ``sessions`` column."""
+    d = CLICKHOUSE
+    user_key = f"toUnixTimestamp64Micro(timestamp) + if(identified_user_id != '', {_LATE}, 0)"
+    channel_key = f"toUnixTimestamp64Micro(timestamp) + if(channel IN ('', 'Direct', 'Internal'), {_LATE}, 0)"
+    columns = [
+        ("first_seen", f"SimpleAggregateFunction(min, {_TIME})", "min(timestamp)", "min(first_seen)"),
+        ("last_seen", f"SimpleAggregateFunction(max, {_TIME})", "max(timestamp)", "max(last_seen)"),
+        ("pageviews", "SimpleAggregateFunction(sum, UInt64)", f"countIf({_PAGEVIEW})", "sum(pageviews)"),
+        ("events", "SimpleAggregateFunction(sum, UInt64)", "count()", "sum(events)"),
+        ("max_log_seq", "SimpleAggregateFunction(max, UInt64)", "max(log_seq)", "max(max_log_seq)"),
+        (
+            "user_value",
+            "AggregateFunction(argMax, String, Int64)",
+            f"argMaxState(toString({EFFECTIVE_USER}), {user_key})",
+            "argMaxMerge(user_value)",
+        ),
+        (
+            "users",
+            "SimpleAggregateFunction(groupUniqArrayArray, Array(String))",
+            f"groupUniqArray(toString({EFFECTIVE_USER}))",
+            "groupUniqArrayArray(users)",
+        ),
+        (
+            "entry_page",
+            f"AggregateFunction(argMin, String, {_TIME})",
+            f"argMinStateIf(toString(pathname), timestamp, {_PAGEVIEW})",
+            "argMinMerge(entry_page)",
+        ),
+        (
+            "exit_page",
+            f"AggregateFunction(argMax, String, {_TIME})",
+            f"argMaxStateIf(toString(pathname), timestamp, {_PAGEVIEW})",
+            "argMaxMerge(exit_page)",
+        ),
+        (
+            "channel",
+            "AggregateFunction(argMin, String, Int64)",
+            f"argMinState(toString(channel), {channel_key})",
+            "argMinMerge(channel)",
+        ),
+    ]
+    for name, typ, _, final in _FIRST_SET_STATES:
+        p = Params()
+        expr = _inline(row_expression(name, d, p), p)
+        columns.append((name, typ, f"argMinStateIf(toString({expr}), timestamp, {expr} != '')", final))
+    return columns
+
+
+def session_states_sql(source: str = "events", where: str = "") -> str:
+    """``SELECT`` of the ``sessions`` columns' partial states over the rows of ``source`` (the view's query)."""
+    states = ",\n    ".join(f"{state} AS {name}" for name, _, state, _ in _session_columns())
+    tail = f" WHERE {where}" if where else ""
+    # The states are named after event columns they read: the column, not the alias, is meant inside them.
+    return (
+        f"SELECT site_id, session_id,\n    {states}\nFROM {source}{tail}\nGROUP BY site_id, session_id\n"
+        "SETTINGS prefer_column_name_to_alias = 1"
+    )
+
+
+def sessions_final_sql(where: str = "") -> str:
+    """One finished row per session (``GROUP BY`` merging the parts not merged yet), as DuckDB's table reads."""
+    finals = ",\n    ".join(f"{final} AS {name}" for name, _, _, final in _session_columns())
+    tail = f" WHERE {where}" if where else ""
+    # -Merge functions must meet the states they were written as, not their -OrNull form; an empty state is ''.
+    return (
+        f"SELECT site_id, session_id,\n    {finals}\nFROM sessions{tail}\nGROUP BY site_id, session_id\n"
+        "SETTINGS aggregate_functions_null_for_empty = 0"
+    )
+
+
+def _sessions_table(name: str, engine: str, on_cluster: str = "") -> str:
+    columns = ",\n    ".join(f"`{col}` {typ}" for col, typ, _, _ in _session_columns())
+    return (
+        f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (\n    `site_id` Int32,\n    `session_id` String,"
+        f"\n    {columns}\n)\nENGINE = {engine}\nORDER BY (site_id, session_id)\nSETTINGS {TABLE_SETTINGS}"
+    )
+
+
+def _sessions_view(name: str, target: str, source: str, on_cluster: str = "") -> str:
+    return f"CREATE MATERIALIZED VIEW IF NOT EXISTS {name}{on_cluster} TO {target} AS\n{session_states_sql(source)}"
+
+
+def sessions_sql(database: str | None = None) -> list[str]:
+    """Schema version 2: the ``sessions`` table and its view, filled once from the events already stored.
+
+    The fill starts from an empty table, so a migration interrupted after it and run again does not count twice.
+    """
+    prefix = f"`{database}`." if database else ""
+    return [
+        _sessions_table(f"{prefix}sessions", "AggregatingMergeTree"),
+        _sessions_view(f"{prefix}sessions_mv", f"{prefix}sessions", f"{prefix}events"),
+        f"TRUNCATE TABLE {prefix}sessions",
+        f"INSERT INTO {prefix}sessions {session_states_sql(f'{prefix}events')}",
+    ]
+
+
 def single_node_sql(database: str | None = None) -> list[str]:
     """The statements that create the event tables on one server (what the store runs at start-up).
 
@@ -109,9 +246,18 @@ def cluster_schema_sql(cluster: str, database: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS `{database}`.{SCHEMA_TABLE}{on} (version UInt32, applied_at DateTime64(3, 'UTC') "
         "DEFAULT now64(3))\nENGINE = ReplicatedMergeTree('/clickhouse/tables/" + database + "/{table}', "
         "'{replica}')\nORDER BY version",
+        _sessions_table(
+            f"`{database}`.sessions_local",
+            "ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/" + database + "/{table}', '{replica}')",
+            on,
+        ),
+        f"CREATE TABLE IF NOT EXISTS `{database}`.sessions{on} AS `{database}`.sessions_local\n"
+        f"ENGINE = Distributed('{cluster}', '{database}', 'sessions_local', cityHash64(session_id))",
+        # On every node, the view folds the rows its shard receives into that shard's sessions.
+        _sessions_view(f"`{database}`.sessions_mv", f"`{database}`.sessions_local", f"`{database}`.events_local", on),
         f"INSERT INTO `{database}`.{SCHEMA_TABLE} (version) VALUES ({len(MIGRATIONS)})",
     ]
 
 
 # One entry per schema version: the statements that bring the previous version to it. Append, never edit.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (tuple(single_node_sql()),)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (tuple(single_node_sql()), tuple(sessions_sql()))

@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError
+from api_backend.store.sessions import SESSIONS_DDL, build_sessions_fill, build_sessions_upsert
 
 __all__ = ["DuckDBEventStore"]
 
@@ -55,9 +56,33 @@ class DuckDBEventStore:
         self._con.execute("CREATE TABLE IF NOT EXISTS event_log_position (applied_seq BIGINT NOT NULL)")
         if self._con.execute("SELECT count(*) FROM event_log_position").fetchone() == (0,):
             self._con.execute("INSERT INTO event_log_position VALUES (0)")
+        self._open_sessions()
+        self._upsert = build_sessions_upsert("incoming_batch")
+
+    def _open_sessions(self) -> None:
+        """Create the per-session facts table; a database from before it existed gets it filled once, here."""
+        (exists,) = self._con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'main' AND table_name = 'sessions'"
+        ).fetchone() or (0,)
+        if exists:
+            return
+        cur = self._con.cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                cur.execute(SESSIONS_DDL)
+                fill = build_sessions_fill()
+                cur.execute(fill.sql, fill.params)
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        finally:
+            cur.close()
 
     def append(self, table: pa.Table, *, log_seq: int | None = None) -> int:
-        """Insert ``table`` in one transaction; DuckDB syncs its write-ahead log on commit.
+        """Insert ``table`` and fold it into ``sessions`` in one transaction; DuckDB syncs its log on commit.
 
         With ``log_seq``, the same transaction records that the event log is applied up to that record.
         """
@@ -72,6 +97,9 @@ class DuckDBEventStore:
                 try:
                     cur.register("incoming_batch", table)
                     cur.execute("INSERT INTO events SELECT * FROM incoming_batch")
+                    if table.num_rows:
+                        for statement in self._upsert:
+                            cur.execute(statement.sql, statement.params)
                     cur.unregister("incoming_batch")
                     if log_seq is not None:
                         cur.execute("UPDATE event_log_position SET applied_seq = ?", [log_seq])
@@ -113,12 +141,19 @@ class DuckDBEventStore:
             cur.close()
 
     def delete_site(self, site_id: int) -> int:
-        """Delete every event of ``site_id``."""
+        """Delete every event of ``site_id`` and its sessions, in one transaction."""
         with self._write_lock:
             cur = self._con.cursor()
             try:
                 (count,) = cur.execute("SELECT count(*) FROM events WHERE site_id = ?", [site_id]).fetchone() or (0,)
-                cur.execute("DELETE FROM events WHERE site_id = ?", [site_id])
+                cur.execute("BEGIN TRANSACTION")
+                try:
+                    cur.execute("DELETE FROM events WHERE site_id = ?", [site_id])
+                    cur.execute("DELETE FROM sessions WHERE site_id = ?", [site_id])
+                    cur.execute("COMMIT")
+                except BaseException:
+                    cur.execute("ROLLBACK")
+                    raise
             finally:
                 cur.close()
         return int(count)

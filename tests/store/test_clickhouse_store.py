@@ -154,11 +154,11 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
     assert types["country"] == "LowCardinality(String)" and types["session_id"] == "String"
     assert {name for name, typ in types.items() if typ.startswith("Nullable")} == {"lcp", "cls", "inp", "fcp", "ttfb"}
     assert types["log_seq"] == "UInt64"
-    assert store.schema_version == 1
+    assert store.schema_version == 2
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 1
-    assert store.query("SELECT count() FROM sitelens_schema") == [(1,)]
+    assert again.schema_version == 2
+    assert store.query("SELECT count() FROM sitelens_schema") == [(2,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):

@@ -1,0 +1,195 @@
+"""Per-session facts: what the ``sessions`` table holds (``store/sessions.py``) and how reads use it.
+
+A session whose every event lies inside the window is described by its row in ``sessions`` exactly as grouping its
+in-window events would describe it, so reads take those *whole* sessions from the table. A session that crosses an
+edge of the window counts only its in-window events: those *edge* sessions (few: the ones active at the window's
+start or end) are grouped from their events as before, and the two parts are added up.
+
+Filters keep their meaning: a session-level filter compares the stored value of a whole session (the same
+first-non-empty value, entry/exit page, channel or user the event grouping computes) and is applied to edge
+sessions over their in-window events; an any-event filter (``pathname``, ``prop:...``) selects the whole sessions
+that have (or have not) a matching event in the window. Only row filters (error routes) need the event route.
+
+The table is keyed by ``(site_id, session_id)`` while the event grouping keys by ``session_id`` alone: the two agree
+because a session id belongs to one site (ingestion draws it at random, 128 bits).
+"""
+
+from __future__ import annotations
+
+from api_backend.query.dialect import Dialect
+from api_backend.query.filters import POSITIVE_OF, Filter, compare, row_expression, session_condition
+from api_backend.query.scope import Scope
+from api_backend.query.sql import Params
+from api_backend.query.window import Window
+
+__all__ = [
+    "EFFECTIVE_USER",
+    "FIRST_SET_PARAMETERS",
+    "edge_sessions",
+    "facts_answer",
+    "session_aggregates",
+    "whole_sessions",
+]
+
+# Session-level filter parameters answered by "first non-empty value" (channel, entry/exit page and user have
+# columns of their own).
+FIRST_SET_PARAMETERS: tuple[str, ...] = (
+    "browser",
+    "browser_version",
+    "operating_system",
+    "operating_system_version",
+    "device_type",
+    "language",
+    "country",
+    "region",
+    "city",
+    "dimensions",
+    "hostname",
+    "referrer",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_term",
+    "utm_content",
+)
+# The column holding a whole session's value of each session-level parameter.
+_COLUMN = {name: name for name in FIRST_SET_PARAMETERS} | {
+    "channel": "channel",
+    "entry_page": "entry_page",
+    "exit_page": "exit_page",
+    "user_id": "user_value",
+}
+
+_LATE = "100000000000000000"  # the offset ``filters`` gives preferred rows in its arg_min/arg_max keys
+_IDENTIFIED = "identified_user_id <> ''"
+EFFECTIVE_USER = f"CASE WHEN {_IDENTIFIED} THEN identified_user_id ELSE user_id END"
+_DIRECT = "channel IN ('', 'Direct', 'Internal')"
+_PAGEVIEW = "type = 'pageview'"
+
+
+def session_aggregates(d: Dialect, p: Params) -> list[tuple[str, str]]:
+    """``(column, aggregate over a session's events)`` for every ``sessions`` column after ``site_id, session_id``.
+
+    The same aggregates as ``filters.session_value`` / ``session_user`` / ``session_channel``, plus the key each
+    value won with, so two partial rows of a session combine into the row of all its events.
+    """
+    user_key = f"{d.epoch_us('timestamp')} + CASE WHEN {_IDENTIFIED} THEN {_LATE} ELSE 0 END"
+    channel_key = f"{d.epoch_us('timestamp')} + CASE WHEN {_DIRECT} THEN {_LATE} ELSE 0 END"
+    columns = [
+        ("first_seen", "min(timestamp)"),
+        ("last_seen", "max(timestamp)"),
+        ("pageviews", f"count(*) FILTER (WHERE {_PAGEVIEW})"),
+        ("events", "count(*)"),
+        ("user_value", d.arg_max(EFFECTIVE_USER, user_key)),
+        ("user_key", f"max({user_key})"),
+        ("users", f"list(DISTINCT {EFFECTIVE_USER})"),
+        ("entry_page", f"coalesce({d.arg_min('pathname', 'timestamp', _PAGEVIEW)}, '')"),
+        ("entry_at", f"min(timestamp) FILTER (WHERE {_PAGEVIEW})"),
+        ("exit_page", f"coalesce({d.arg_max('pathname', 'timestamp', _PAGEVIEW)}, '')"),
+        ("exit_at", f"max(timestamp) FILTER (WHERE {_PAGEVIEW})"),
+        ("channel", d.arg_min("channel", channel_key)),
+        ("channel_key", f"min({channel_key})"),
+    ]
+    for name in FIRST_SET_PARAMETERS:
+        expr = row_expression(name, d, p)
+        is_set = f"{expr} <> ''"
+        columns.append((name, f"coalesce({d.arg_min(expr, 'timestamp', is_set)}, '')"))
+        columns.append((f"{name}_at", f"min(timestamp) FILTER (WHERE {is_set})"))
+    return columns
+
+
+def facts_answer(scope: Scope, d: Dialect) -> bool:
+    """Whether the engine keeps a ``sessions`` table reads use and every filter of ``scope`` can be applied to it."""
+    if not d.session_facts or scope.row_filters:
+        return False
+    return all(f.parameter in _COLUMN for f in scope.session_filters if f.is_session_level)
+
+
+def _after_start(column: str, window: Window, p: Params) -> str:
+    if window.start is None:
+        return "true"
+    return f"{column} {'>=' if window.include_start else '>'} {p.add(window.start)}"
+
+
+def _before_end(column: str, window: Window, p: Params) -> str:
+    if window.end is None:
+        return "true"
+    return f"{column} {'<=' if window.include_end else '<'} {p.add(window.end)}"
+
+
+def _sites(site_ids: tuple[int, ...], p: Params) -> str:
+    if len(site_ids) == 1:
+        return f"site_id = {p.add(site_ids[0])}"
+    return f"site_id IN ({', '.join(p.add(s) for s in site_ids)})"
+
+
+def _window_events(scope: Scope, p: Params) -> str:
+    w = scope.window
+    return f"{_sites(scope.site_ids, p)} AND {_after_start('timestamp', w, p)} AND {_before_end('timestamp', w, p)}"
+
+
+def _any_event(f: Filter, scope: Scope, d: Dialect, p: Params) -> str:
+    """``session_id [NOT] IN (...)``: whole sessions with (without) an in-window event matching ``f``."""
+    negative = f.type in POSITIVE_OF
+    condition = compare(row_expression(f.parameter, d, p), POSITIVE_OF.get(f.type, f.type), f.values, d, p)
+    if f.prop_key is not None:
+        condition = f"type = 'custom_event' AND {condition}"
+    matching = f"SELECT session_id FROM events WHERE {_window_events(scope, p)} AND {condition}"
+    return f"session_id {'NOT IN' if negative else 'IN'} ({matching})"
+
+
+def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
+    """``SELECT <columns> FROM sessions``: the qualifying sessions whose every event lies in the window."""
+    w = scope.window
+    where = [
+        _sites(scope.site_ids, p),
+        _after_start("first_seen", w, p),
+        _before_end("last_seen", w, p),
+    ]
+    for f in scope.session_filters:
+        if f.is_session_level:
+            where.append(compare(_COLUMN[f.parameter], f.type, f.values, d, p))
+        else:
+            where.append(_any_event(f, scope, d, p))
+    return f"SELECT {columns} FROM sessions WHERE {' AND '.join(where)}"
+
+
+def _crossing(scope: Scope, p: Params) -> list[tuple[str, str]]:
+    """``(edge, condition on sessions)``: the sessions crossing the start, then those crossing only the end."""
+    w = scope.window
+    if w.start is None and w.end is None:
+        return []
+    sites = _sites(scope.site_ids, p)
+    parts: list[tuple[str, str]] = []
+    if w.start is not None:
+        parts.append(
+            ("start", f"{sites} AND NOT {_after_start('first_seen', w, p)} AND {_after_start('last_seen', w, p)}")
+        )
+    if w.end is not None:
+        start_side = f" AND {_after_start('first_seen', w, p)}" if w.start is not None else ""
+        before = f"{_before_end('first_seen', w, p)} AND NOT {_before_end('last_seen', w, p)}"
+        parts.append(("end", f"{sites}{start_side} AND {before}"))
+    return parts
+
+
+def edge_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
+    """``SELECT session_id<columns> ... GROUP BY session_id``: the edge sessions over their in-window events.
+
+    The rows of sessions crossing the start lie before the last of their ends, those crossing the end after the
+    first of their starts: bounds the engine prunes the events by, so only the rows near the edges are read.
+    """
+    conditions = [session_condition(f, d, p) for f in scope.session_filters]
+    having = f" HAVING {' AND '.join(conditions)}" if conditions else ""
+    parts = []
+    for kind, where in _crossing(scope, p):
+        crossing = f"SELECT session_id FROM sessions WHERE {where}"
+        bound = (
+            f"timestamp <= (SELECT max(last_seen) FROM sessions WHERE {where})"
+            if kind == "start"
+            else f"timestamp >= (SELECT min(first_seen) FROM sessions WHERE {where})"
+        )
+        parts.append(
+            f"SELECT * FROM events WHERE {_window_events(scope, p)} AND {bound} AND session_id IN ({crossing})"
+        )
+    rows = " UNION ALL ".join(parts) or "SELECT * FROM events WHERE false"
+    return f"SELECT session_id{columns} FROM ({rows}) AS edge_rows GROUP BY session_id{having}"

@@ -1,0 +1,113 @@
+"""The ``sessions`` table: one row of facts per (site, session), kept up to date as events are stored.
+
+Session-level reads (the overview and its time series) read whole sessions from here instead of grouping every
+event of the window again; only sessions that cross the window's edges are computed from their events
+(``api_backend/query/overview.py``). So every fact is one a session's events determine, and each is kept in a form
+two partial rows of the same session can be combined into (a later batch may bring more events of a session):
+
+- ``first_seen`` / ``last_seen``: min / max event time; ``pageviews`` / ``events``: counts;
+- ``user_value`` / ``user_key``: the session's user (``filters.session_user``: last identified id, else last
+  visitor id) and the key it won with; ``users``: the distinct per-event users (identified id, else visitor id);
+- ``entry_page`` / ``exit_page`` with the times of the first / last pageview; ``channel`` with its key
+  (``filters.session_channel``);
+- for each parameter of ``FIRST_SET_PARAMETERS``: its first non-empty value (``<name>``) and that event's time
+  (``<name>_at``), exactly what a session-level filter compares (``filters.session_value``).
+
+The aggregates come from ``api_backend.query.facts`` (built on ``query.filters``), so the table and the event
+queries cannot disagree.
+DuckDB keeps the table in the transaction that stores the events: the batch's sessions are matched on
+``(site_id, session_id)``, the stored ones updated and the new ones inserted (``build_sessions_upsert``). (No primary
+key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times slower, see ``bench/analysis.md``.)
+ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``).
+"""
+
+from __future__ import annotations
+
+from api_backend.query.dialect import DUCKDB
+from api_backend.query.facts import FIRST_SET_PARAMETERS, session_aggregates
+from api_backend.query.sql import Params, Query
+
+__all__ = ["SESSIONS_DDL", "build_sessions_fill", "build_sessions_upsert"]
+
+_FIRST_SET_COLUMNS = "".join(f",\n  {name} VARCHAR NOT NULL, {name}_at TIMESTAMP" for name in FIRST_SET_PARAMETERS)
+SESSIONS_DDL = f"""CREATE TABLE IF NOT EXISTS sessions (
+  site_id INTEGER NOT NULL,
+  session_id VARCHAR NOT NULL,
+  first_seen TIMESTAMP NOT NULL,
+  last_seen TIMESTAMP NOT NULL,
+  pageviews BIGINT NOT NULL,
+  events BIGINT NOT NULL,
+  user_value VARCHAR NOT NULL, user_key BIGINT NOT NULL,
+  users VARCHAR[] NOT NULL,
+  entry_page VARCHAR NOT NULL, entry_at TIMESTAMP,
+  exit_page VARCHAR NOT NULL, exit_at TIMESTAMP,
+  channel VARCHAR NOT NULL, channel_key BIGINT NOT NULL{_FIRST_SET_COLUMNS}
+)"""
+
+
+def _grouped(source: str, p: Params) -> str:
+    select = ",\n  ".join(f"{agg} AS {name}" for name, agg in session_aggregates(DUCKDB, p))
+    return f"SELECT site_id, session_id,\n  {select}\nFROM {source} GROUP BY site_id, session_id"
+
+
+def _earlier(value: str, at: str) -> list[str]:
+    """SET items keeping the value whose time is earlier (the stored one on a tie; NULL time means no value)."""
+    take = f"(b.{at} < sessions.{at} OR sessions.{at} IS NULL)"
+    return [
+        f"{value} = CASE WHEN {take} THEN b.{value} ELSE sessions.{value} END",
+        f"{at} = CASE WHEN {take} THEN b.{at} ELSE sessions.{at} END",
+    ]
+
+
+def _later(value: str, at: str) -> list[str]:
+    take = f"(b.{at} > sessions.{at} OR sessions.{at} IS NULL)"
+    return [
+        f"{value} = CASE WHEN {take} THEN b.{value} ELSE sessions.{value} END",
+        f"{at} = CASE WHEN {take} THEN b.{at} ELSE sessions.{at} END",
+    ]
+
+
+def build_sessions_upsert(source: str) -> list[Query]:
+    """Statements folding the events of the relation ``source`` into ``sessions`` (DuckDB), run in one transaction.
+
+    The batch's sessions are grouped once (``session_batch``); a narrow join finds the ``rowid`` of those already
+    stored (``session_match``); only those rows are updated, and the others inserted. (A ``MERGE`` reads every
+    column it may update from every stored row, which costs more as the table grows.)
+    """
+    p = Params()
+    updates = [
+        "first_seen = least(sessions.first_seen, b.first_seen)",
+        "last_seen = greatest(sessions.last_seen, b.last_seen)",
+        "pageviews = sessions.pageviews + b.pageviews",
+        "events = sessions.events + b.events",
+        *_later("user_value", "user_key"),
+        "users = list_distinct(list_concat(sessions.users, b.users))",
+        *_earlier("entry_page", "entry_at"),
+        *_later("exit_page", "exit_at"),
+        *_earlier("channel", "channel_key"),
+    ]
+    for name in FIRST_SET_PARAMETERS:
+        updates.extend(_earlier(name, f"{name}_at"))
+    same = "m.site_id = b.site_id AND m.session_id = b.session_id"
+    return [
+        p.query(f"CREATE OR REPLACE TEMP TABLE session_batch AS {_grouped(source, p)}"),
+        Query(
+            "CREATE OR REPLACE TEMP TABLE session_match AS SELECT s.rowid AS rid, b.site_id, b.session_id "
+            "FROM sessions AS s JOIN session_batch AS b ON s.site_id = b.site_id AND s.session_id = b.session_id"
+        ),
+        Query(
+            "UPDATE sessions SET\n  " + ",\n  ".join(updates) + "\n"
+            f"FROM session_match AS m JOIN session_batch AS b ON {same} WHERE sessions.rowid = m.rid"
+        ),
+        # ``session_batch`` has the table's columns in its order, so a new session is inserted as it is.
+        Query(
+            "INSERT INTO sessions SELECT * FROM session_batch AS b "
+            f"WHERE NOT EXISTS (SELECT 1 FROM session_match AS m WHERE {same})"
+        ),
+    ]
+
+
+def build_sessions_fill() -> Query:
+    """Build ``sessions`` from every stored event (an empty table: a database from before the table existed)."""
+    p = Params()
+    return p.query(f"INSERT INTO sessions {_grouped('events', p)}")

@@ -1,0 +1,257 @@
+"""The ``sessions`` table: kept exact as events arrive in any order, after an upgrade and after a replay, and the
+overview read from it gives the numbers of the event grouping on randomized data, windows, zones and filters."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from api_backend.query.dialect import CLICKHOUSE, DUCKDB
+from api_backend.query.filters import parse_filters
+from api_backend.query.overview import (
+    build_overview_events_query,
+    build_overview_query,
+    build_overview_series_events_query,
+    build_overview_series_query,
+)
+from api_backend.query.scope import Scope
+from api_backend.query.sql import Query
+from api_backend.query.window import Window
+from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.eventlog import EventLog
+from api_backend.store.events import rows_to_table
+from api_backend.store.writer import BatchWriter
+
+SITES = (1, 2, 3)
+START = datetime(2026, 3, 1)  # the data spans the EU and US daylight-saving changes of March 2026
+DAYS = 35
+ZONES = ("UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe")
+BUCKETS = ("day", "hour", "week", "fifteen_minutes", "month")
+FILTERS: tuple[list[dict[str, Any]] | None, ...] = (
+    None,
+    [{"parameter": "channel", "type": "equals", "value": ["Direct", "Email"]}],
+    [{"parameter": "country", "type": "not_equals", "value": ["DE"]}],
+    [{"parameter": "browser", "type": "is_null"}],
+    [{"parameter": "referrer", "type": "contains", "value": ["goo"]}],
+    [{"parameter": "entry_page", "type": "equals", "value": ["/"]}],
+    [{"parameter": "exit_page", "type": "starts_with", "value": ["/blog"]}],
+    [{"parameter": "user_id", "type": "equals", "value": ["member-1", "visitor-3"]}],
+    [{"parameter": "dimensions", "type": "equals", "value": ["1920x1080"]}],
+    [{"parameter": "pathname", "type": "starts_with", "value": ["/blog"]}],
+    [{"parameter": "pathname", "type": "not_equals", "value": ["/pricing"]}],
+    [{"parameter": "prop:plan", "type": "equals", "value": ["pro"]}],
+    [
+        {"parameter": "device_type", "type": "equals", "value": ["desktop"]},
+        {"parameter": "event_name", "type": "equals", "value": ["signup"]},
+    ],
+)
+
+
+def random_events(rng: random.Random, sessions: int) -> list[dict[str, Any]]:
+    """Sessions of 1-8 events with gaps up to 50 minutes, so some cross midnight, zone changes and window edges.
+
+    Within a session times are distinct (the event grouping's arg_min/arg_max pick any row on a tie).
+    """
+    rows = []
+    for n in range(sessions):
+        at = START + timedelta(seconds=rng.randrange(DAYS * 86400), milliseconds=rng.randrange(1000))
+        site = rng.choice(SITES)
+        visitor = f"visitor-{rng.randrange(40)}"
+        member = rng.choice(["", "", f"member-{rng.randrange(5)}"])
+        country, browser = rng.choice(["", "DE", "FR", "US"]), rng.choice(["", "Chrome", "Firefox"])
+        for i in range(rng.randrange(1, 9)):
+            kind = rng.choice(["pageview", "pageview", "pageview", "custom_event", "error"])
+            rows.append(
+                {
+                    "site_id": site,
+                    "timestamp": at,
+                    "session_id": f"s{n}",
+                    "user_id": visitor,
+                    "identified_user_id": member if i >= 2 else "",
+                    "type": kind,
+                    "pathname": rng.choice(["/", "/pricing", "/blog/a", "/blog/b", "/docs"]),
+                    "hostname": rng.choice(["", "example.com"]),
+                    "channel": rng.choice(["", "Direct", "Organic Search", "Email", "Internal"]),
+                    "referrer": rng.choice(["", "https://www.google.com/x", "bing.com", "?"]),
+                    "country": country if i else rng.choice(["", country]),
+                    "browser": browser,
+                    "device_type": rng.choice(["", "desktop", "mobile"]),
+                    "utm_source": rng.choice(["", "", "news"]),
+                    "screen_width": rng.choice([0, 1920]),
+                    "screen_height": rng.choice([0, 1080]),
+                    "event_name": "signup" if kind == "custom_event" and rng.random() < 0.5 else "",
+                    "props": json.dumps({"plan": rng.choice(["pro", "free"])}) if kind == "custom_event" else "{}",
+                }
+            )
+            at += timedelta(minutes=rng.randrange(0, 50), seconds=rng.randrange(1, 60))
+    return rows
+
+
+def append_shuffled(store: DuckDBEventStore, rows: list[dict[str, Any]], rng: random.Random) -> None:
+    """Append ``rows`` in random order and random batch sizes, so sessions span batches in any order."""
+    rows = rows[:]
+    rng.shuffle(rows)
+    at = 0
+    while at < len(rows):
+        size = rng.randrange(1, 200)
+        store.append(rows_to_table(rows[at : at + size]))
+        at += size
+
+
+def random_window(rng: random.Random) -> Window:
+    zone = rng.choice(ZONES)
+    if rng.random() < 0.1:
+        return Window(None, None, zone)
+    start = START + timedelta(seconds=rng.randrange(-86400, DAYS * 86400))
+    end = start + timedelta(seconds=rng.randrange(3600, 20 * 86400))
+    if rng.random() < 0.1:
+        start = None  # type: ignore[assignment]
+    return Window(start, end, zone, include_start=rng.random() < 0.7, include_end=rng.random() < 0.3, mode="datetime")
+
+
+def run(store: DuckDBEventStore, query: Query) -> list[dict[str, Any]]:
+    return store.query_dicts(query.sql, query.params)
+
+
+def assert_same(facts: list[dict[str, Any]], events: list[dict[str, Any]], context: Any) -> None:
+    """Counts equal; averages equal up to the order in which floats were added."""
+    assert len(facts) == len(events), context
+    for got, want in zip(facts, events, strict=True):
+        assert got.keys() == want.keys()
+        for key, value in want.items():
+            if isinstance(value, float):
+                assert got[key] == pytest.approx(value, rel=1e-12), (key, context)
+            else:
+                assert got[key] == value, (key, context)
+
+
+def session_rows(store: DuckDBEventStore) -> list[tuple[Any, ...]]:
+    rows = store.query("SELECT * FROM sessions ORDER BY site_id, session_id")
+    return [tuple(sorted(v) if isinstance(v, list) else v for v in row) for row in rows]
+
+
+def rebuilt(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The sessions table of a store given all of ``rows`` in one batch."""
+    fresh = DuckDBEventStore(":memory:")
+    fresh.append(rows_to_table(rows))
+    return session_rows(fresh)
+
+
+@pytest.fixture(scope="module")
+def seeded() -> tuple[DuckDBEventStore, list[dict[str, Any]]]:
+    rng = random.Random(20261126)
+    rows = random_events(rng, 1500)
+    store = DuckDBEventStore(":memory:")
+    append_shuffled(store, rows, rng)
+    return store, rows
+
+
+def test_facts001_the_table_holds_what_one_grouping_of_all_events_gives(seeded):
+    store, rows = seeded
+    assert session_rows(store) == rebuilt(rows)
+    assert store.query("SELECT count(*), sum(events) FROM sessions")[0] == (1500, len(rows))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_facts002_overview_from_the_table_equals_the_event_grouping(seeded, seed):
+    store, _ = seeded
+    rng = random.Random(seed)
+    window = random_window(rng)
+    chosen = FILTERS[seed % len(FILTERS)]  # every filter on three random windows
+    filters = parse_filters(json.dumps(chosen) if chosen else None)
+    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
+    scope = Scope(sites, window, filters)
+    context = (window, filters, sites)
+    facts, events = build_overview_query(scope, DUCKDB), build_overview_events_query(scope, DUCKDB)
+    assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
+    assert_same(run(store, facts), run(store, events), context)
+    bucket = rng.choice(BUCKETS)
+    series = build_overview_series_query(scope, bucket, DUCKDB)
+    assert "FROM sessions" in series.sql
+    assert_same(run(store, series), run(store, build_overview_series_events_query(scope, bucket, DUCKDB)), context)
+
+
+def test_facts003_windows_cutting_sessions_count_only_their_in_window_events():
+    store = DuckDBEventStore(":memory:")
+    at = datetime(2026, 3, 10, 23, 50)
+    rows = [
+        {
+            "site_id": 1,
+            "timestamp": at + timedelta(minutes=m),
+            "session_id": "night",
+            "user_id": "v",
+            "type": "pageview",
+        }
+        for m in (0, 5, 15, 20)  # 23:50 to 00:10, across midnight
+    ]
+    store.append(rows_to_table(rows[:2]))
+    store.append(rows_to_table(rows[2:]))
+    window = Window(datetime(2026, 3, 11), datetime(2026, 3, 12), mode="date")
+    row = run(store, build_overview_query(Scope((1,), window), DUCKDB))[0]
+    assert (row["sessions"], row["pageviews"], row["session_duration"]) == (1, 2, 300.0)
+    series = run(store, build_overview_series_query(Scope((1,), Window(None, None)), "day", DUCKDB))
+    assert [(r["bucket"].day, r["sessions"], r["pageviews"]) for r in series] == [(10, 1, 2), (11, 0, 2)]
+
+
+def test_facts004_row_filters_and_engines_without_the_table_use_the_event_grouping():
+    window = Window(datetime(2026, 3, 1), datetime(2026, 3, 2))
+    filters = parse_filters('[{"parameter": "country", "type": "equals", "value": ["DE"]}]')
+    assert "FROM sessions" in build_overview_query(Scope((1,), window, filters), DUCKDB).sql
+    row_filtered = Scope((1,), window, filters, row_parameters=frozenset({"country"}))
+    assert build_overview_query(row_filtered, DUCKDB) == build_overview_events_query(row_filtered, DUCKDB)
+    assert build_overview_query(Scope((1,), window), CLICKHOUSE) == build_overview_events_query(
+        Scope((1,), window), CLICKHOUSE
+    )
+
+
+def test_facts005_a_database_without_the_table_gets_it_filled_at_open(tmp_path):
+    rng = random.Random(5)
+    rows = random_events(rng, 300)
+    store = DuckDBEventStore(tmp_path / "events.duckdb")
+    store.append(rows_to_table(rows))
+    store._con.execute("DROP TABLE sessions")  # what a database from before the table looks like
+    store.close()
+
+    reopened = DuckDBEventStore(tmp_path / "events.duckdb")
+    assert session_rows(reopened) == rebuilt(rows)
+    more = random_events(random.Random(6), 20)
+    for row in more:
+        row["session_id"] = "later-" + row["session_id"]
+    reopened.append(rows_to_table(more))
+    assert session_rows(reopened) == rebuilt(rows + more)
+    reopened.close()
+
+
+def test_facts006_a_restart_after_a_crash_between_log_and_store_counts_each_event_once(tmp_path):
+    rng = random.Random(7)
+    rows = random_events(rng, 200)
+    rng.shuffle(rows)
+    parts = [rows[:300], rows[300:500], rows[500:]]
+    store = DuckDBEventStore(tmp_path / "events.duckdb")
+    log = EventLog(tmp_path / "log")
+    log.append(rows_to_table(parts[0]))
+    store.append(rows_to_table(parts[0]), log_seq=1)
+    log.append(rows_to_table(parts[1]))  # logged and acknowledged, then the process died before applying them
+    log.append(rows_to_table(parts[2]))
+    log.close()
+    store.close()
+
+    for _ in range(2):  # the first start replays records 2 and 3, the second start replays nothing
+        store = DuckDBEventStore(tmp_path / "events.duckdb")
+        BatchWriter(store, log=EventLog(tmp_path / "log")).close()
+        assert store.applied_log_seq() == 3
+        assert session_rows(store) == rebuilt(rows)
+        store.close()
+
+
+def test_facts007_deleting_a_site_deletes_its_sessions():
+    store = DuckDBEventStore(":memory:")
+    rows = random_events(random.Random(8), 100)
+    store.append(rows_to_table(rows))
+    store.delete_site(1)
+    assert store.query("SELECT count(*) FROM sessions WHERE site_id = 1") == [(0,)]
+    assert session_rows(store) == rebuilt([r for r in rows if r["site_id"] != 1])
