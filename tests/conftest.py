@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from api_backend.app import create_app
 from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
-from tests.support import Account, live_server, make_account, make_site, store_options
+from tests.support import Account, live_server, make_account, make_site, patient, store_options
 
 pytest_plugins = ["tests.support.clickhouse"]
 
@@ -31,6 +31,21 @@ def _spread_dash_ports() -> None:
 
 
 _spread_dash_ports()
+
+
+def _patient_browser_waits() -> None:
+    """``dash_duo.wait_for_*`` waits ``patient(timeout)`` like ``wait_until``: load only makes them slower."""
+    from dash.testing.browser import Browser
+
+    wait_for = Browser._wait_for
+
+    def _wait_for(self, method, timeout, msg):
+        return wait_for(self, method, patient(timeout if timeout is not None else self._wait_timeout), msg)
+
+    Browser._wait_for = _wait_for
+
+
+_patient_browser_waits()
 
 OUTPUT_DIR = Path(os.environ.get("SITELENS_TEST_OUTPUT", Path(__file__).resolve().parent.parent / "test-output"))
 

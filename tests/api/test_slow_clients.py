@@ -16,7 +16,7 @@ from api_backend.app import create_app
 from api_backend.services import Services
 from api_backend.serving import server_config
 from api_backend.settings import Settings
-from tests.support import free_port
+from tests.support import free_port, patient
 
 # The trickler sends one byte per step; the server must cut it off long before it runs out of bytes.
 MAX_BYTES = 400
@@ -32,7 +32,7 @@ def served(settings: Settings, services: Services) -> Iterator[tuple[str, int]]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + patient(20)
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.02)
     assert server.started

@@ -21,7 +21,7 @@ import pytest
 from api_backend.security import hash_token
 from api_backend.settings import load_settings
 from api_backend.store.metadata import MetadataStore
-from tests.support import free_port
+from tests.support import free_port, patient
 
 SCRIPT = Path(sys.executable).with_name("sitelens")
 
@@ -355,7 +355,7 @@ def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path, access_log: bool
     try:
         first_line = server.stdout.readline()
         assert f"http://127.0.0.1:{port}/" in first_line
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + patient(60)
         while True:
             try:
                 health = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2)
@@ -393,7 +393,7 @@ def test_cli018_dashboard_serves_pages_against_an_api_url(tmp_path: Path) -> Non
     )
     try:
         assert "http://127.0.0.1:9/api" in server.stdout.readline()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + patient(60)
         while True:
             try:
                 page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)

@@ -14,7 +14,7 @@ from api_backend.demo import DEMO_DOMAIN, DEMO_EMAIL, DEMO_GOALS, DEMO_PASSWORD,
 from api_backend.services import Services
 from api_backend.store.events import EVENT_TYPES
 from tests.cli.test_cli import SCRIPT, _env
-from tests.support import free_port
+from tests.support import free_port, patient
 
 
 def test_demo001_first_run_builds_everything(services: Services, client: TestClient) -> None:
@@ -102,7 +102,7 @@ def test_demo003_command_prints_the_summary_and_serves(tmp_path: Path) -> None:
     )
     try:
         lines = []
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + patient(120)
         while not any("serving on" in line for line in lines):
             assert time.monotonic() < deadline and demo.poll() is None, lines
             lines.append(demo.stdout.readline())

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from api_backend.demo import DEMO_EMAIL, DEMO_GOALS, DEMO_PASSWORD
-from tests.support import REPO_ROOT, free_port
+from tests.support import REPO_ROOT, free_port, patient
 
 ROOT = REPO_ROOT
 # Building and installing reuse pip's cache; the demo writes 200k events before it serves.
@@ -79,7 +79,7 @@ def _wait_for_server(process: subprocess.Popen[str], base: str) -> str:
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
     reader.start()
-    deadline = time.monotonic() + SERVE_TIMEOUT
+    deadline = time.monotonic() + patient(SERVE_TIMEOUT)
     while True:
         assert process.poll() is None, "".join(lines)
         assert time.monotonic() < deadline, "".join(lines)

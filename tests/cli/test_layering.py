@@ -132,6 +132,13 @@ def test_layering007_tests_wait_one_way() -> None:
         if isinstance(node, ast.FunctionDef) and node.name.startswith(("wait_until", "wait_for"))
     ]
     assert owners == ["tests/support/__init__.py"]
+    # ... and no test borrows another library's poller, whose timeouts the suite's patience would not stretch.
+    borrowers = [
+        path.relative_to(ROOT).as_posix()
+        for path in sorted(tests.rglob("*.py"))
+        if "dash.testing.wait" in path.read_text(encoding="utf-8") and path.name != "test_layering.py"
+    ]
+    assert borrowers == []
 
 
 def test_layering008_mypy_ignores_no_module() -> None:

@@ -7,13 +7,12 @@ from urllib.parse import parse_qs, urlparse
 
 import httpx
 import pytest
-from dash.testing.wait import until
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
-from tests.support import PASSWORD, free_port, make_account, make_site
+from tests.support import PASSWORD, free_port, make_account, make_site, wait_until
 from tests.support.dashboard import click, sign_in
 
 
@@ -73,7 +72,7 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
     # A remote API: sign in with an API key instead of a password.
     dash_duo.wait_for_element(".login-card", timeout=10)
     click(dash_duo, "#login-mode label:nth-child(2)")
-    until(lambda: dash_duo.find_element("#login-api-key").is_displayed(), 5)
+    wait_until(lambda: dash_duo.find_element("#login-api-key").is_displayed(), 5)
     dash_duo.find_element("#login-api-key").send_keys("not-a-key")
     click(dash_duo, "#login-submit")
     dash_duo.wait_for_contains_text("#login-message", "not valid", timeout=10)
@@ -89,9 +88,9 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
     dash_duo.wait_for_element("#nav-goals", timeout=10)
     click(dash_duo, "#nav-goals")
     dash_duo.wait_for_element("#goals-body", timeout=10)
-    until(lambda: f"site={shop.site_id}" in dash_duo.driver.current_url, 5)
+    wait_until(lambda: f"site={shop.site_id}" in dash_duo.driver.current_url, 5)
     dash_duo.select_dcc_dropdown("#frame-site-picker", value="blog.example.org · Org of blog.example.org")
-    until(lambda: f"site={blog.site_id}" in dash_duo.driver.current_url, 10)
+    wait_until(lambda: f"site={blog.site_id}" in dash_duo.driver.current_url, 10)
     dash_duo.wait_for_contains_text("#goals-body", "No goals yet", timeout=10)
     # The overview strip loads after the page's own data, also when there is none.
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "0", timeout=10)
@@ -107,18 +106,18 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
         first, last = dates()
         return (date.fromisoformat(last) - date.fromisoformat(first)).days + 1 if first and last else 0
 
-    until(lambda: days() == 7, 10)
+    wait_until(lambda: days() == 7, 10)
     start, end = (date.fromisoformat(d) for d in dates())
     click(dash_duo, "#frame-date-back")
-    until(lambda: dates() == ((start - timedelta(days=7)).isoformat(), (end - timedelta(days=7)).isoformat()), 10)
+    wait_until(lambda: dates() == ((start - timedelta(days=7)).isoformat(), (end - timedelta(days=7)).isoformat()), 10)
     click(dash_duo, "#frame-date-forward")
-    until(lambda: dates() == (start.isoformat(), end.isoformat()), 10)
+    wait_until(lambda: dates() == (start.isoformat(), end.isoformat()), 10)
     # Any IANA zone can be found by typing part of its name.
     click(dash_duo, "#frame-time-zone")
     dash_duo.find_element(".dash-dropdown-search").send_keys("Tokyo")
-    until(lambda: [o.text for o in dash_duo.find_elements(".dash-dropdown-option")] == ["Asia/Tokyo"], 10)
+    wait_until(lambda: [o.text for o in dash_duo.find_elements(".dash-dropdown-option")] == ["Asia/Tokyo"], 10)
     click(dash_duo, ".dash-dropdown-option")
-    until(lambda: "time_zone=Asia%2FTokyo" in dash_duo.driver.current_url, 10)
+    wait_until(lambda: "time_zone=Asia%2FTokyo" in dash_duo.driver.current_url, 10)
     assert dates() == (start.isoformat(), end.isoformat())
 
     # A custom range: pick the 12th in the first month shown, then the 5th in the second; one move, both dates.
@@ -129,13 +128,13 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
             return False
         return True
 
-    until(open_picker, 10)
+    wait_until(open_picker, 10)
 
     def day(number: int, month: int):
         cells = dash_duo.find_elements("td.dash-datepicker-calendar-date-inside")
         return [td for td in cells if td.text.strip() == str(number)][month]
 
-    until(lambda: len(dash_duo.find_elements("td.dash-datepicker-calendar-date-inside")) > 40, 5)
+    wait_until(lambda: len(dash_duo.find_elements("td.dash-datepicker-calendar-date-inside")) > 40, 5)
     # Two months back, both months shown are wholly in the past (days after today cannot be picked).
     for _ in range(2):
         click(dash_duo, "button[aria-label='Previous month']")
@@ -143,7 +142,7 @@ def test_dash_frame003_api_key_sign_in_site_picker_and_date_steps(dash_duo, serv
     dash_duo.driver.save_screenshot(str(output_dir / "frame-date-picker.png"))
     assert dates() == (start.isoformat(), end.isoformat())  # nothing moves until the range is complete
     day(5, 1).click()
-    until(lambda: dates()[0].endswith("-12") and dates()[1].endswith("-05"), 10)
+    wait_until(lambda: dates()[0].endswith("-12") and dates()[1].endswith("-05"), 10)
     first, last = (date.fromisoformat(d) for d in dates())
     assert first < last and (last.month - first.month) % 12 == 1
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "0", timeout=10)

@@ -11,7 +11,7 @@ import uvicorn
 from api_backend.services import open_services
 from api_backend.settings import load_settings
 from sitelens.mount import create_combined_app
-from tests.support import PASSWORD, free_port, make_account, make_site
+from tests.support import PASSWORD, free_port, make_account, make_site, patient
 from tests.support.dashboard_data import load_demo
 
 
@@ -31,7 +31,7 @@ def test_dash_serve001_one_process_api_and_dashboard(dash_br, tmp_path, output_d
     thread.start()
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + patient(20)
         while time.monotonic() < deadline:
             try:
                 if httpx.get(base + "/api/health", timeout=1).status_code == 200:

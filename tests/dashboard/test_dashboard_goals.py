@@ -8,14 +8,13 @@ import json
 import time
 from pathlib import Path
 
-from dash.testing.wait import until
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
-from tests.support import make_account, make_site
+from tests.support import make_account, make_site, wait_until
 from tests.support.dashboard import click, screenshots, settled, sign_in
 from tests.support.dashboard_data import load_demo
 
@@ -27,7 +26,7 @@ def fill(dash_duo, selector: str, text: str) -> None:
 
 
 def wait_visible(dash_duo, selector: str, timeout: float = 5) -> None:
-    until(lambda: dash_duo.find_element(selector).is_displayed(), timeout)
+    wait_until(lambda: dash_duo.find_element(selector).is_displayed(), timeout)
 
 
 def goal_rows(dash_duo) -> list[list[str]]:
@@ -43,7 +42,7 @@ def goal_rows(dash_duo) -> list[list[str]]:
 
 def wait_rows(dash_duo, check, timeout: float = 10) -> list[list[str]]:
     """Wait until ``check(rows)`` holds for the goals table, then return the rows."""
-    until(lambda: check(goal_rows(dash_duo)), timeout)
+    wait_until(lambda: check(goal_rows(dash_duo)), timeout)
     return goal_rows(dash_duo)
 
 
@@ -83,7 +82,7 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
     dash_duo.wait_for_contains_text(path_error, "empty", timeout=10)
     dash_duo.driver.save_screenshot(str(output_dir / "goals-form-error.png"))
     dash_duo.find_element("#goals-form-name").send_keys(Keys.ESCAPE)  # Escape closes the dialog
-    until(lambda: not dash_duo.find_element("#goals-form").is_displayed(), 5)
+    wait_until(lambda: not dash_duo.find_element("#goals-form").is_displayed(), 5)
     assert len(goal_rows(dash_duo)) == 1
 
     # An event goal with a property.
@@ -169,7 +168,7 @@ def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, a
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
     dash_duo.select_dcc_dropdown("#frame-filter-parameter", value="Channel")
     # The value box offers the channels seen in the range, most sessions first.
-    until(lambda: len(dash_duo.find_elements("#frame-filter-suggestions option")) == 3, 10)
+    wait_until(lambda: len(dash_duo.find_elements("#frame-filter-suggestions option")) == 3, 10)
     offered = [o.get_attribute("value") for o in dash_duo.find_elements("#frame-filter-suggestions option")]
     assert offered == ["Organic Search", "Direct", "Referral"]
     fill(dash_duo, "#frame-filter-value", "Direct")
@@ -182,7 +181,7 @@ def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, a
     # The CSV holds the table of the filtered view.
     click(dash_duo, "#goals-csv")
     path = Path(dash_duo.download_path)
-    until(lambda: any(path.glob("goals-*.csv")), 10)
+    wait_until(lambda: any(path.glob("goals-*.csv")), 10)
     with next(path.glob("goals-*.csv")).open(encoding="utf-8") as handle:
         [record] = list(csv.DictReader(handle))
     assert (record["name"], record["conversions"], record["sessions"]) == ("Pricing", "1", "3")

@@ -18,7 +18,7 @@ import pytest
 
 from api_backend.settings import load_settings
 from api_backend.store.metadata import MetadataStore
-from tests.support import REPO_ROOT, free_port
+from tests.support import REPO_ROOT, free_port, patient
 
 ROOT = REPO_ROOT
 SECRET = "durability-secret-0123456789"
@@ -99,7 +99,7 @@ def test_durability001_acknowledged_events_survive_kill_9(tmp_path, store):
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + patient(60)
         while True:
             assert server.poll() is None, server.stderr.read().decode() if server.stderr else "server exited"
             try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.support import PASSWORD, wait_until
+from tests.support import PASSWORD, patient, wait_until
 
 
 def sign_in(dash_duo, email: str, password: str = PASSWORD, *, expect_sites: bool = True) -> None:
@@ -25,7 +25,7 @@ def click(dash_duo, selector: str, timeout: float = 10) -> None:
     """
     from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patient(timeout)
     while True:
         try:
             element = dash_duo.find_element(selector)
