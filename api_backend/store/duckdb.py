@@ -33,6 +33,28 @@ def _column_sql(name: str, typ: pa.DataType) -> str:
     return f'"{name}" {_SQL_TYPES[typ]}'
 
 
+# A DuckDB file is three 4 KiB headers followed by its blocks. A file shorter than the blocks it lists was cut short
+# (a copy or a disk that ran out); DuckDB opens it anyway and fails only when a query reaches a lost block.
+_HEADER_BYTES = 3 * 4096
+
+
+def _refuse_cut_short(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Close ``con`` and raise ``duckdb.IOException`` when the file at ``path`` lacks blocks its header lists."""
+    row = con.execute(
+        "SELECT block_size, total_blocks FROM pragma_database_size() WHERE database_name = current_database()"
+    ).fetchone()
+    if row is None:
+        return
+    block_size, total_blocks = row
+    expected = _HEADER_BYTES + int(block_size) * int(total_blocks)
+    actual = Path(path).stat().st_size
+    if actual < expected:
+        con.close()
+        raise duckdb.IOException(
+            f"the file holds {actual:,} bytes, but its header lists data up to byte {expected:,}: it was cut short"
+        )
+
+
 class DuckDBEventStore:
     """``EventStore`` on an embedded DuckDB database file (or ``:memory:``)."""
 
@@ -49,6 +71,8 @@ class DuckDBEventStore:
             config["memory_limit"] = memory_limit
         self.path = path
         self._con = duckdb.connect(path, config=config)
+        if path != ":memory:":
+            _refuse_cut_short(self._con, path)
         self._write_lock = threading.Lock()
         columns = ",\n  ".join(_column_sql(name, typ) for name, typ in EVENT_COLUMNS)
         self._con.execute(f"CREATE TABLE IF NOT EXISTS events (\n  {columns}\n)")
