@@ -17,13 +17,21 @@ because a session id belongs to one site (ingestion draws it at random, 128 bits
 from __future__ import annotations
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.filters import POSITIVE_OF, Filter, compare, row_expression, session_condition
+from api_backend.query.filters import (
+    EFFECTIVE_USER,
+    POSITIVE_OF,
+    Filter,
+    channel_key,
+    compare,
+    row_expression,
+    session_condition,
+    user_key,
+)
 from api_backend.query.scope import Scope
 from api_backend.query.sql import Params
 from api_backend.query.window import Window
 
 __all__ = [
-    "EFFECTIVE_USER",
     "FIRST_SET_PARAMETERS",
     "edge_sessions",
     "facts_answer",
@@ -60,10 +68,6 @@ _COLUMN = {name: name for name in FIRST_SET_PARAMETERS} | {
     "user_id": "user_value",
 }
 
-_LATE = "100000000000000000"  # the offset ``filters`` gives preferred rows in its arg_min/arg_max keys
-_IDENTIFIED = "identified_user_id <> ''"
-EFFECTIVE_USER = f"CASE WHEN {_IDENTIFIED} THEN identified_user_id ELSE user_id END"
-_DIRECT = "channel IN ('', 'Direct', 'Internal')"
 _PAGEVIEW = "type = 'pageview'"
 
 
@@ -73,22 +77,22 @@ def session_aggregates(d: Dialect, p: Params) -> list[tuple[str, str]]:
     The same aggregates as ``filters.session_value`` / ``session_user`` / ``session_channel``, plus the key each
     value won with, so two partial rows of a session combine into the row of all its events.
     """
-    user_key = f"{d.epoch_us('timestamp')} + CASE WHEN {_IDENTIFIED} THEN {_LATE} ELSE 0 END"
-    channel_key = f"{d.epoch_us('timestamp')} + CASE WHEN {_DIRECT} THEN {_LATE} ELSE 0 END"
+    user_sort = user_key(d)
+    channel_sort = channel_key(d)
     columns = [
         ("first_seen", "min(timestamp)"),
         ("last_seen", "max(timestamp)"),
         ("pageviews", f"count(*) FILTER (WHERE {_PAGEVIEW})"),
         ("events", "count(*)"),
-        ("user_value", d.arg_max(EFFECTIVE_USER, user_key)),
-        ("user_key", f"max({user_key})"),
+        ("user_value", d.arg_max(EFFECTIVE_USER, user_sort)),
+        ("user_key", f"max({user_sort})"),
         ("users", f"list(DISTINCT {EFFECTIVE_USER})"),
         ("entry_page", f"coalesce({d.arg_min('pathname', 'timestamp', _PAGEVIEW)}, '')"),
         ("entry_at", f"min(timestamp) FILTER (WHERE {_PAGEVIEW})"),
         ("exit_page", f"coalesce({d.arg_max('pathname', 'timestamp', _PAGEVIEW)}, '')"),
         ("exit_at", f"max(timestamp) FILTER (WHERE {_PAGEVIEW})"),
-        ("channel", d.arg_min("channel", channel_key)),
-        ("channel_key", f"min({channel_key})"),
+        ("channel", d.arg_min("channel", channel_sort)),
+        ("channel_key", f"min({channel_sort})"),
     ]
     for name in FIRST_SET_PARAMETERS:
         expr = row_expression(name, d, p)

@@ -36,6 +36,7 @@ from api_backend.query.sql import Params
 
 __all__ = [
     "ANY_EVENT_PARAMETERS",
+    "EFFECTIVE_USER",
     "ERROR_ROW_PARAMETERS",
     "FILTER_TYPES",
     "PARAMETERS",
@@ -44,6 +45,8 @@ __all__ = [
     "encodable",
     "parse_filters",
     "parse_parameter",
+    "channel_key",
+    "user_key",
     "row_expression",
     "session_channel",
     "session_condition",
@@ -130,17 +133,28 @@ MAX_VALUES = 100
 _LATE = "100000000000000000"
 _DIRECT = "channel IN ('', 'Direct', 'Internal')"
 _IDENTIFIED = "identified_user_id <> ''"
-_EFFECTIVE_USER = f"CASE WHEN {_IDENTIFIED} THEN identified_user_id ELSE user_id END"
+# An event's user: its identified id if it has one, else its visitor id.
+EFFECTIVE_USER = f"CASE WHEN {_IDENTIFIED} THEN identified_user_id ELSE user_id END"
+
+
+def channel_key(d: Dialect) -> str:
+    """Sort key whose arg_min is the session's channel: its earliest non-direct event, else its earliest event."""
+    return f"{d.epoch_us('timestamp')} + CASE WHEN {_DIRECT} THEN {_LATE} ELSE 0 END"
+
+
+def user_key(d: Dialect) -> str:
+    """Sort key whose arg_max is the session's user: its last identified event, else its last event."""
+    return f"{d.epoch_us('timestamp')} + CASE WHEN {_IDENTIFIED} THEN {_LATE} ELSE 0 END"
 
 
 def session_channel(d: Dialect) -> str:
     """The session's channel (see the module docstring) in one aggregate."""
-    return d.arg_min("channel", f"{d.epoch_us('timestamp')} + CASE WHEN {_DIRECT} THEN {_LATE} ELSE 0 END")
+    return d.arg_min("channel", channel_key(d))
 
 
 def session_user(d: Dialect) -> str:
     """The session's user: its last identified id if it has one, else its last visitor id, in one aggregate."""
-    return d.arg_max(_EFFECTIVE_USER, f"{d.epoch_us('timestamp')} + CASE WHEN {_IDENTIFIED} THEN {_LATE} ELSE 0 END")
+    return d.arg_max(EFFECTIVE_USER, user_key(d))
 
 
 # Row-level expression of each parameter (over one event); entry/exit pages exist only per session.
@@ -171,7 +185,7 @@ _ROW_EXPR = {
         "CASE WHEN screen_width > 0 AND screen_height > 0 "
         "THEN CAST(screen_width AS VARCHAR) || 'x' || CAST(screen_height AS VARCHAR) ELSE '' END"
     ),
-    "user_id": _EFFECTIVE_USER,
+    "user_id": EFFECTIVE_USER,
 }
 # The referrer's host without a leading "www.", as the peer reports it.
 _REFERRER_HOST = "^(?:[A-Za-z][A-Za-z0-9+.-]*://)?([^/?#:]*)"

@@ -21,8 +21,8 @@ from datetime import timedelta
 
 from api_backend.errors import InvalidRequestError
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import EFFECTIVE_USER, edge_sessions, facts_answer, whole_sessions
-from api_backend.query.filters import session_user
+from api_backend.query.facts import edge_sessions, facts_answer, whole_sessions
+from api_backend.query.filters import EFFECTIVE_USER, session_user
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Params, Query
 from api_backend.query.window import Window, to_local, to_utc
@@ -148,7 +148,7 @@ def build_overview_series_events_query(scope: Scope, bucket: str, d: Dialect) ->
     sql = f"""{start}{sessions},
 sb AS (SELECT {session_bucket} AS bucket, {_SESSION_AVERAGES} FROM s GROUP BY 1),
 eb AS (SELECT {event_bucket} AS bucket, count(*) FILTER (WHERE type = 'pageview') AS pageviews,
-         count(DISTINCT CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END) AS users
+         count(DISTINCT {EFFECTIVE_USER}) AS users
        {rows} GROUP BY 1)
 {_JOIN_BUCKETS}"""
     return p.query(sql)

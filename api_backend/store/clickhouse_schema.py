@@ -28,8 +28,8 @@ import re
 import pyarrow as pa
 
 from api_backend.query.dialect import CLICKHOUSE
-from api_backend.query.facts import EFFECTIVE_USER, FIRST_SET_PARAMETERS
-from api_backend.query.filters import row_expression
+from api_backend.query.facts import FIRST_SET_PARAMETERS
+from api_backend.query.filters import EFFECTIVE_USER, channel_key, row_expression, user_key
 from api_backend.query.sql import Params
 from api_backend.store.events import EVENT_COLUMNS
 
@@ -95,7 +95,6 @@ def _position_table(name: str, engine: str, on_cluster: str = "") -> str:
 
 
 _TIME = "DateTime64(3, 'UTC')"
-_LATE = "100000000000000000"
 _PAGEVIEW = "type = 'pageview'"
 # (column, column type, state expression over events, finalising expression); the state expressions are the
 # ClickHouse spelling of ``query.facts.session_aggregates``.
@@ -118,8 +117,8 @@ def _inline(sql: str, p: Params) -> str:
 def _session_columns() -> list[tuple[str, str, str, str]]:
     """``(column, type, state over a block of events, finalising aggregate)`` of every ``sessions`` column."""
     d = CLICKHOUSE
-    user_key = f"toUnixTimestamp64Micro(timestamp) + if(identified_user_id != '', {_LATE}, 0)"
-    channel_key = f"toUnixTimestamp64Micro(timestamp) + if(channel IN ('', 'Direct', 'Internal'), {_LATE}, 0)"
+    user_sort = user_key(d)
+    channel_sort = channel_key(d)
     columns = [
         ("first_seen", f"SimpleAggregateFunction(min, {_TIME})", "min(timestamp)", "min(first_seen)"),
         ("last_seen", f"SimpleAggregateFunction(max, {_TIME})", "max(timestamp)", "max(last_seen)"),
@@ -129,7 +128,7 @@ def _session_columns() -> list[tuple[str, str, str, str]]:
         (
             "user_value",
             "AggregateFunction(argMax, String, Int64)",
-            f"argMaxState(toString({EFFECTIVE_USER}), {user_key})",
+            f"argMaxState(toString({EFFECTIVE_USER}), {user_sort})",
             "argMaxMerge(user_value)",
         ),
         (
@@ -153,7 +152,7 @@ def _session_columns() -> list[tuple[str, str, str, str]]:
         (
             "channel",
             "AggregateFunction(argMin, String, Int64)",
-            f"argMinState(toString(channel), {channel_key})",
+            f"argMinState(toString(channel), {channel_sort})",
             "argMinMerge(channel)",
         ),
     ]
