@@ -11,7 +11,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import overview as ui
-from dashboard.components.common import card, error_view, failure_mark, loading, page_header
+from dashboard.components.common import card, failure_mark, loading, page_header
 from dashboard.components.frame import analytics_frame, page_gate
 from dashboard.loads import charted, shown
 from dashboard.state import ViewState
@@ -149,19 +149,20 @@ def load_panel(parameter: str, view_data: dict | None, auth: dict | None) -> Any
     view = ViewState.from_dict(view_data)
     if view.site_id is None or not parameter:
         raise PreventUpdate
-    from api_client import APIError
 
-    try:
-        page = session.cached_call(
+    def draw(page: Any) -> Any:
+        rows = ui.panel_rows(parameter, page.rows)
+        if parameter == "country" and page.rows:
+            # plotly.js would fetch the world's outline from a CDN; the dashboard serves it from its assets.
+            return [ui.country_map(page.rows, dash.get_asset_url("topojson/")), rows]
+        return rows
+
+    return shown(
+        lambda: session.cached_call(
             session.api_for(auth), "metric", view.site_id, parameter, view.query(), limit=PANEL_LIMIT
-        )
-    except APIError as exc:
-        return error_view(exc)
-    rows = ui.panel_rows(parameter, page.rows)
-    if parameter == "country" and page.rows:
-        # plotly.js would fetch the world's outline from a CDN; the dashboard serves it from its assets.
-        return [ui.country_map(page.rows, dash.get_asset_url("topojson/")), rows]
-    return rows
+        ),
+        draw,
+    )
 
 
 @callback(Output(ids.OVERVIEW_GOALS, "children"), Input(ids.VIEW, "data"), State(ids.AUTH, "data"))
