@@ -34,6 +34,7 @@ from api_backend.query.window import Window
 __all__ = [
     "FIRST_SET_PARAMETERS",
     "edge_sessions",
+    "fact_column",
     "facts_answer",
     "session_aggregates",
     "whole_sessions",
@@ -100,6 +101,11 @@ def session_aggregates(d: Dialect, p: Params) -> list[tuple[str, str]]:
         columns.append((name, f"coalesce({d.arg_min(expr, 'timestamp', is_set)}, '')"))
         columns.append((f"{name}_at", f"min(timestamp) FILTER (WHERE {is_set})"))
     return columns
+
+
+def fact_column(parameter: str) -> str:
+    """The ``sessions`` column holding a whole session's value of the session-level ``parameter``."""
+    return _COLUMN[parameter]
 
 
 def facts_answer(scope: Scope, d: Dialect) -> bool:

@@ -6,16 +6,21 @@ value (see ``filters``), so the counts of a parameter add up to the sessions wit
 ``channel`` keeps the direct row (value ``""``). Page-level parameters (``pathname, page_title,
 querystring``) count a session under every page it viewed; ``prop:<key>`` under every value its custom
 events carried.
+
+Where the engine keeps per-session facts (``facts.py``), a session-level parameter reads the whole sessions' values
+from the ``sessions`` table and groups only the sessions crossing the window's edges from events;
+``build_metric_events_query`` groups every in-window event, and both give the same rows.
 """
 
 from __future__ import annotations
 
 from api_backend.query.dialect import Dialect
+from api_backend.query.facts import edge_sessions, fact_column, facts_answer, whole_sessions
 from api_backend.query.filters import PROP_PREFIX, SESSION_PARAMETERS, session_value
 from api_backend.query.scope import Scope, opening, session_groups
 from api_backend.query.sql import Params, Query
 
-__all__ = ["build_metric_query", "keeps_empty_value", "session_values_sql"]
+__all__ = ["build_metric_events_query", "build_metric_query", "keeps_empty_value", "session_values_sql"]
 
 _PAGE_PARAMETERS = {"pathname", "page_title", "querystring"}
 
@@ -39,12 +44,32 @@ def session_values_sql(parameter: str, d: Dialect, p: Params) -> str:
     raise ValueError(f"unknown parameter {parameter}")
 
 
+def _session_values(scope: Scope, parameter: str, d: Dialect, p: Params, *, facts: bool) -> str:
+    """``SELECT ... value, pv``: one row per qualifying session with its value of ``parameter`` and its pageviews."""
+    columns = f", {session_value(parameter, d, p)} AS value, count(*) FILTER (WHERE type = 'pageview') AS pv"
+    if not facts:
+        return session_groups(scope, columns, d, p)
+    whole = whole_sessions(scope, f"{fact_column(parameter)} AS value, pageviews AS pv", d, p)
+    edge = edge_sessions(scope, columns, d, p)
+    return f"{whole} UNION ALL SELECT value, pv FROM ({edge}) AS edge"
+
+
 def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect) -> Query:
     """Rows ``(total_values, total_sessions, value, count, sessions, pageviews, bounce_rate)``, one page.
 
     There is always one row, even past the last page, so the totals are known. ``pageviews`` and
     ``bounce_rate`` (sessions with exactly one pageview, in percent) exist for session-level parameters.
     """
+    facts = parameter in SESSION_PARAMETERS and facts_answer(scope, d)
+    return _metric_query(scope, parameter, limit, offset, d, facts=facts)
+
+
+def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect) -> Query:
+    """``build_metric_query`` grouping every in-window event into sessions."""
+    return _metric_query(scope, parameter, limit, offset, d, facts=False)
+
+
+def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect, *, facts: bool) -> Query:
     p = Params()
     start = opening(scope, d, p, rows_needed=parameter not in SESSION_PARAMETERS)
     keep = "" if keeps_empty_value(parameter) else "WHERE value <> ''"
@@ -58,8 +83,7 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
         )
     elif parameter in SESSION_PARAMETERS:
         # One value per session: its pageviews and bounce come along in the same (single) pass.
-        columns = f", {session_value(parameter, d, p)} AS value, count(*) FILTER (WHERE type = 'pageview') AS pv"
-        per = d.cte("per", session_groups(scope, columns, d, p), materialized=True) + ",\n"
+        per = d.cte("per", _session_values(scope, parameter, d, p, facts=facts), materialized=True) + ",\n"
         total_sessions = "SELECT count(*) FROM per"
         agg = (
             f"SELECT value, count(*) AS count, count(*) AS sessions, sum(pv) AS pageviews, "

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB
-from api_backend.query.filters import parse_filters
+from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
+from api_backend.query.metric import build_metric_events_query, build_metric_query
 from api_backend.query.overview import (
     build_overview_events_query,
     build_overview_query,
@@ -173,6 +174,31 @@ def test_facts002_overview_from_the_table_equals_the_event_grouping(seeded, seed
     series = build_overview_series_query(scope, bucket, DUCKDB)
     assert "FROM sessions" in series.sql
     assert_same(run(store, series), run(store, build_overview_series_events_query(scope, bucket, DUCKDB)), context)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_facts008_metric_of_a_session_parameter_from_the_table_equals_the_event_grouping(seeded, seed):
+    store, _ = seeded
+    rng = random.Random(1000 + seed)
+    window = random_window(rng)
+    chosen = FILTERS[seed % len(FILTERS)]
+    filters = parse_filters(json.dumps(chosen) if chosen else None)
+    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
+    scope = Scope(sites, window, filters)
+    parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
+    limit, offset = rng.choice([(100, 0), (3, 0), (2, 2)])
+    context = (parameter, window, filters, sites, limit, offset)
+    facts = build_metric_query(scope, parameter, limit, offset, DUCKDB)
+    events = build_metric_events_query(scope, parameter, limit, offset, DUCKDB)
+    assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
+    assert_same(run(store, facts), run(store, events), context)
+
+
+def test_facts009_metric_of_page_level_parameters_and_engines_without_the_table_group_events():
+    window = Window(START, START + timedelta(days=7), "UTC", mode="datetime")
+    for parameter in ("pathname", "event_name", "prop:plan"):
+        assert "FROM sessions" not in build_metric_query(Scope((1,), window), parameter, 10, 0, DUCKDB).sql
+    assert "FROM sessions" not in build_metric_query(Scope((1,), window), "channel", 10, 0, CLICKHOUSE).sql
 
 
 def test_facts003_windows_cutting_sessions_count_only_their_in_window_events():
