@@ -158,6 +158,10 @@ class Dialect:
         """Microseconds since the epoch (an integer) of a timestamp expression."""
         return f"epoch_us({expr})"
 
+    def hash64(self, expr: str) -> str:
+        """A 64-bit hash of ``expr``: a compact key for grouping (callers check it stayed one-to-one)."""
+        return f"hash({expr})"
+
     # -- structure ------------------------------------------------------------------------------------------------
 
     def cte(self, name: str, body: str, materialized: bool | None = None) -> str:
@@ -288,6 +292,9 @@ class ClickHouseDialect(Dialect):
 
     def epoch_us(self, expr: str) -> str:
         return f"toUnixTimestamp64Micro({expr})"
+
+    def hash64(self, expr: str) -> str:
+        return f"cityHash64({expr})"
 
     def cte(self, name: str, body: str, materialized: bool | None = None) -> str:
         # ClickHouse inlines every CTE; it has no hint worth giving.

@@ -36,6 +36,7 @@ __all__ = [
     "edge_sessions",
     "fact_column",
     "facts_answer",
+    "qualifying_sessions",
     "session_aggregates",
     "whole_sessions",
 ]
@@ -203,3 +204,9 @@ def edge_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
         )
     rows = " UNION ALL ".join(parts) or "SELECT * FROM events WHERE false"
     return f"SELECT session_id{columns} FROM ({rows}) AS edge_rows GROUP BY session_id{having}"
+
+
+def qualifying_sessions(scope: Scope, d: Dialect, p: Params) -> str:
+    """``SELECT session_id ...``: every session the scope counts, once (whole ones from the table, then edge ones)."""
+    edge = edge_sessions(scope, "", d, p)
+    return f"{whole_sessions(scope, 'session_id', d, p)} UNION ALL SELECT session_id FROM ({edge}) AS edge"

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from api_backend.auth import ServicesDep, SiteReader
 from api_backend.errors import InvalidRequestError
 from api_backend.query.filters import parse_parameter
-from api_backend.query.metric import build_metric_query
+from api_backend.query.metric import build_metric_events_query, build_metric_query, needs_exact_rerun
 from api_backend.query.paging import parse_page
 from api_backend.query.scope import Scope
 from api_backend.routes.read_params import ReadQuery
@@ -38,8 +38,12 @@ def metric(
     if parameter == "event_name":
         # Listing event names: an event_name filter narrows the events counted, not the sessions.
         scope = Scope(scope.site_ids, scope.window, scope.filters, frozenset({"event_name"}))
-    query = build_metric_query(scope, parameter, paging.limit, paging.offset, services.reader.dialect)
-    rows = services.reader.rows(query, scope)
+    dialect = services.reader.dialect
+    rows = services.reader.rows(build_metric_query(scope, parameter, paging.limit, paging.offset, dialect), scope)
+    if needs_exact_rerun(rows):
+        rows = services.reader.rows(
+            build_metric_events_query(scope, parameter, paging.limit, paging.offset, dialect), scope
+        )
     total_sessions = int(rows[0]["total_sessions"]) if rows else 0
     data = []
     for row in rows:

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
+from api_backend.query.dialect import Dialect
 from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.events import rows_to_table
@@ -126,6 +127,23 @@ def test_read004_metric_matches_pandas(world: World, parameter: str) -> None:
             members = per_session[per_session[parameter] == row["value"]]
             assert row["pageviews"] == members["pageviews"].sum()
             assert row["bounce_rate"] == pytest.approx((members["pageviews"] == 1).mean() * 100)
+
+
+class _LengthKeys(Dialect):
+    """DuckDB whose compact session key is the id's length: nearly every session shares one."""
+
+    def hash64(self, expr: str) -> str:
+        return f"length({expr})"
+
+
+def test_read004b_metric_by_page_runs_the_exact_query_when_hashed_session_keys_collide(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not world.services.reader.dialect.session_facts:
+        pytest.skip("the hashed session key is used only with the sessions table")
+    monkeypatch.setattr(world.services.reader, "dialect", _LengthKeys())
+    body = world.get("/metric", parameter="pathname", limit="1000", **WINDOW)["data"]
+    assert [(r["value"], r["count"]) for r in body["data"]] == truth.expected_metric(in_window(world), "pathname")
 
 
 def test_read005_metric_pagination(world: World) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from api_backend.query.dialect import CLICKHOUSE, DUCKDB
+from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
-from api_backend.query.metric import build_metric_events_query, build_metric_query
+from api_backend.query.metric import build_metric_events_query, build_metric_query, needs_exact_rerun
 from api_backend.query.overview import (
     build_overview_events_query,
     build_overview_query,
@@ -194,11 +194,53 @@ def test_facts008_metric_of_a_session_parameter_from_the_table_equals_the_event_
     assert_same(run(store, facts), run(store, events), context)
 
 
-def test_facts009_metric_of_page_level_parameters_and_engines_without_the_table_group_events():
+@pytest.mark.parametrize("seed", range(24))
+def test_facts009_metric_of_pages_events_and_properties_with_hashed_keys_equals_the_event_grouping(seeded, seed):
+    store, _ = seeded
+    rng = random.Random(2000 + seed)
+    window = random_window(rng)
+    chosen = FILTERS[seed % len(FILTERS)]
+    filters = parse_filters(json.dumps(chosen) if chosen else None)
+    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
+    parameter = ("pathname", "page_title", "event_name", "prop:plan")[seed % 4]
+    scope = Scope(sites, window, filters)
+    limit, offset = rng.choice([(100, 0), (2, 0), (2, 1)])
+    context = (parameter, window, filters, sites, limit, offset)
+    facts = build_metric_query(scope, parameter, limit, offset, DUCKDB)
+    events = build_metric_events_query(scope, parameter, limit, offset, DUCKDB)
+    assert "FROM sessions" in facts.sql and "hash(session_id)" in facts.sql and "FROM sessions" not in events.sql
+    got = run(store, facts)
+    assert not needs_exact_rerun(got)
+    assert_same(got, run(store, events), context)
+
+
+class _ShortKeys(Dialect):
+    """DuckDB with a session key that is far from one-to-one: the ids' lengths."""
+
+    def hash64(self, expr: str) -> str:
+        return f"length({expr})"
+
+
+def test_facts010_sessions_sharing_a_hashed_key_are_detected_so_the_exact_query_runs(seeded):
+    store, _ = seeded
+    scope = Scope((1,), Window(None, None, "UTC"))
+    short = run(store, build_metric_query(scope, "pathname", 10, 0, _ShortKeys()))
+    exact = run(store, build_metric_events_query(scope, "pathname", 10, 0, DUCKDB))
+    assert needs_exact_rerun(short) and short[0]["key_collisions"] > 0
+    assert [r["sessions"] for r in short] != [r["sessions"] for r in exact]  # the short keys do undercount
+    assert not needs_exact_rerun(exact) and exact[0]["key_collisions"] == 0
+
+
+def test_facts011_engines_without_the_table_and_row_filters_group_events():
     window = Window(START, START + timedelta(days=7), "UTC", mode="datetime")
-    for parameter in ("pathname", "event_name", "prop:plan"):
-        assert "FROM sessions" not in build_metric_query(Scope((1,), window), parameter, 10, 0, DUCKDB).sql
-    assert "FROM sessions" not in build_metric_query(Scope((1,), window), "channel", 10, 0, CLICKHOUSE).sql
+    for parameter in ("channel", "pathname", "event_name"):
+        built = build_metric_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
+        assert built == build_metric_events_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
+    rows = parse_filters(json.dumps([{"parameter": "event_name", "type": "equals", "value": ["signup"]}]))
+    scope = Scope((1,), window, rows, frozenset({"event_name"}))
+    assert build_metric_query(scope, "event_name", 10, 0, DUCKDB) == build_metric_events_query(
+        scope, "event_name", 10, 0, DUCKDB
+    )
 
 
 def test_facts003_windows_cutting_sessions_count_only_their_in_window_events():
