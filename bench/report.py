@@ -149,6 +149,15 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
             out.append(("seeding 10M events < 90 s", f"{seeding['seconds']:.1f} s", seeding["seconds"] < 90))
     dash = (size or {}).get("dashboard") or results.get("dashboard")
     if dash and dash.get("pages"):
+        overview = dash["pages"].get("overview")
+        if overview:
+            out.append(
+                (
+                    "dashboard overview page first view < 1.5 s (headline numbers on screen)",
+                    f"{_ms(overview['first']['median'])} ms",
+                    overview["first"]["median"] < 1.5,
+                )
+            )
         goals = dash["pages"].get("goals")
         if goals:
             out.append(
@@ -357,6 +366,16 @@ def render_markdown(results: dict[str, Any]) -> str:
                 f"| {name} (`{page['path']}`) | {_ms(page['first']['median'])} | {_ms(page['first']['max'])} "
                 f"| {_ms(page['cached']['median'])} | {_ms(page['cached']['max'])} | {page['first']['n']} |"
             )
+        for name, page in d.get("pages", {}).items():
+            if "first_complete" in page:
+                cached = page.get("cached_complete")
+                lines += [
+                    "",
+                    f"- {name}, whole page on screen (everything it loads on opening): first view p50 "
+                    f"{_ms(page['first_complete']['median'])} ms (max {_ms(page['first_complete']['max'])})"
+                    + (f", cached p50 {_ms(cached['median'])} ms" if cached else "")
+                    + ".",
+                ]
         for name, page in d.get("pages", {}).items():
             cb = page.get("cached_callbacks")
             if cb and cb["requests"]:

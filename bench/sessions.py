@@ -2,9 +2,10 @@
 
     python -m bench.sessions --data-dir bench/data/reads-10000000 [--runs 5] [--apply-events 100000]
 
-1. **Reads**: the overview and its daily time series over the seeded window, built by the route's builder (whole
-   sessions from ``sessions``, edge sessions from events) and by the event grouping it replaces, run interleaved on
-   a copy of the file; both answers are checked equal before any time counts.
+1. **Reads**: the overview, its daily time series and the metric by channel and by pathname over the seeded window,
+   built by the route's builder (whole sessions from ``sessions``, edge sessions from events) and by the event
+   grouping it replaces, run interleaved on a copy of the file opened with the server's memory limit; both answers
+   are checked equal before any time counts. ``--reads-only`` stops here.
 2. **Upgrade**: the time to fill the table from every event once (a file from before the table, opened).
 3. **Apply**: new events appended in batches of ``--batch`` into a copy of the file, with the sessions table kept
    and without it, interleaved; the difference per event is what keeping the table costs the writer.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import shutil
 import statistics
@@ -27,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from api_backend.query.dialect import DUCKDB
+from api_backend.query.metric import build_metric_events_query, build_metric_query
 from api_backend.query.overview import (
     build_overview_events_query,
     build_overview_query,
@@ -35,6 +38,7 @@ from api_backend.query.overview import (
 )
 from api_backend.query.sql import Query
 from api_backend.routes.read_params import ReadParams
+from api_backend.settings import load_settings
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 
@@ -50,10 +54,18 @@ def _reads(store: DuckDBEventStore, runs: int) -> dict[str, Any]:
             build_overview_series_query(scope, "day", DUCKDB),
             build_overview_series_events_query(scope, "day", DUCKDB),
         ),
+        "metric by channel": (
+            build_metric_query(scope, "channel", 20, 0, DUCKDB),
+            build_metric_events_query(scope, "channel", 20, 0, DUCKDB),
+        ),
+        "metric by pathname": (
+            build_metric_query(scope, "pathname", 100, 0, DUCKDB),
+            build_metric_events_query(scope, "pathname", 100, 0, DUCKDB),
+        ),
     }
     result: dict[str, Any] = {}
     for name, (facts, events) in pairs.items():
-        if store.query_dicts(facts.sql, facts.params) != store.query_dicts(events.sql, events.params):
+        if not _same(store.query_dicts(facts.sql, facts.params), store.query_dicts(events.sql, events.params)):
             raise SystemExit(f"{name}: the sessions route and the event grouping disagree")
         times: dict[str, list[float]] = {"sessions": [], "events": []}
         for _ in range(runs):
@@ -63,6 +75,17 @@ def _reads(store: DuckDBEventStore, runs: int) -> dict[str, Any]:
                 times[label].append(time.perf_counter() - started)
         result[name] = {label: _ms(values) for label, values in times.items()}
     return result
+
+
+def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    """Equal rows; floats (averages) equal up to the order their terms were added in."""
+
+    def close(x: Any, y: Any) -> bool:
+        return math.isclose(x, y, rel_tol=1e-12) if isinstance(x, float) and isinstance(y, float) else x == y
+
+    return len(a) == len(b) and all(
+        r.keys() == q.keys() and all(close(r[k], q[k]) for k in r) for r, q in zip(a, b, strict=True)
+    )
 
 
 def _ms(values: list[float]) -> dict[str, float]:
@@ -134,14 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="interleaved runs per read (default 5)")
     parser.add_argument("--apply-events", type=int, default=100_000, help="events appended per apply round")
     parser.add_argument("--batch", type=int, default=5_000, help="events per append (one writer transaction)")
+    parser.add_argument("--reads-only", action="store_true", help="only the reads (no upgrade or apply rounds)")
     args = parser.parse_args(argv)
+    memory_limit = load_settings({}, data_dir=str(args.data_dir)).duckdb_memory_limit or None
     source: Path = args.data_dir / "events.duckdb"
     work = args.data_dir / "sessions-bench.duckdb"
     try:
         shutil.copy(source, work)
-        store = DuckDBEventStore(work)  # fills the table if the file predates it
+        store = DuckDBEventStore(work, memory_limit=memory_limit)  # fills the table if the file predates it
         reads = _reads(store, args.runs)
         events = store.count()
+        if args.reads_only:
+            store.close()
+            print(json.dumps({"events": events, "memory_limit": memory_limit, "reads": reads}, indent=2))
+            return 0
         (last,) = store.query("SELECT max(timestamp) FROM events")[0]
         store.close()
         shutil.copy(work, source.with_name("sessions-source.duckdb"))  # the source with its table, for the rounds

@@ -198,6 +198,7 @@ SETTINGS_DELETE_STATUS = "settings-delete-status"
 
 # --- overview -------------------------------------------------------------------------------------------
 OVERVIEW_TILES = "overview-tiles"
+OVERVIEW_SHOWN = "overview-shown"  # dcc.Store: the view whose headline numbers are on screen (the rest follows it)
 OVERVIEW_CHART = "overview-chart"
 OVERVIEW_METRIC = "overview-metric"  # which headline number the main chart draws
 OVERVIEW_BUCKET = "overview-bucket"

@@ -72,6 +72,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             ),
             analytics_frame(view, overview=False),
             loading(ui.headline_tiles(), ids.OVERVIEW_TILES),
+            dcc.Store(id=ids.OVERVIEW_SHOWN),
             card(
                 dcc.Graph(
                     id=ids.OVERVIEW_CHART,
@@ -92,21 +93,32 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     )
 
 
-@callback(Output(ids.OVERVIEW_TILES, "children"), Input(ids.VIEW, "data"), State(ids.AUTH, "data"))
-def load_tiles(view_data: dict | None, auth: dict | None) -> Any:
-    """The headline numbers of the range and of the previous period (one call)."""
+@callback(
+    Output(ids.OVERVIEW_TILES, "children"),
+    Output(ids.OVERVIEW_SHOWN, "data"),
+    Input(ids.VIEW, "data"),
+    State(ids.AUTH, "data"),
+)
+def load_tiles(view_data: dict | None, auth: dict | None) -> tuple[Any, dict | None]:
+    """The headline numbers of the range and of the previous period (one call).
+
+    The chart, panels and goals start loading once these are on screen (``OVERVIEW_SHOWN``, set whether the
+    numbers came or their failure did): the numbers a person reads first do not share the server with the
+    heavier breakdowns, which follow at once.
+    """
     view = ViewState.from_dict(view_data)
     if view.site_id is None:
         raise PreventUpdate
-    return shown(
+    tiles = shown(
         lambda: session.cached_call(session.api_for(auth), "overview_compared", view.site_id, view.query()),
         lambda both: ui.headline_tiles(both.current, both.previous),
     )
+    return tiles, view_data
 
 
 @callback(
     Output(ids.OVERVIEW_CHART, "figure"),
-    Input(ids.VIEW, "data"),
+    Input(ids.OVERVIEW_SHOWN, "data"),
     Input(ids.OVERVIEW_METRIC, "value"),
     State(ids.AUTH, "data"),
 )
@@ -141,7 +153,7 @@ def pick_bucket(bucket: str | None, view_data: dict | None) -> str:
 @callback(
     Output({"type": ids.OVERVIEW_PANEL_TYPE, "panel": MATCH}, "children"),
     Input({"type": ids.OVERVIEW_TABS_TYPE, "panel": MATCH}, "value"),
-    Input(ids.VIEW, "data"),
+    Input(ids.OVERVIEW_SHOWN, "data"),
     State(ids.AUTH, "data"),
 )
 def load_panel(parameter: str, view_data: dict | None, auth: dict | None) -> Any:
@@ -165,7 +177,7 @@ def load_panel(parameter: str, view_data: dict | None, auth: dict | None) -> Any
     )
 
 
-@callback(Output(ids.OVERVIEW_GOALS, "children"), Input(ids.VIEW, "data"), State(ids.AUTH, "data"))
+@callback(Output(ids.OVERVIEW_GOALS, "children"), Input(ids.OVERVIEW_SHOWN, "data"), State(ids.AUTH, "data"))
 def load_goals(view_data: dict | None, auth: dict | None) -> Any:
     """Conversions and conversion rate of every goal over the view."""
     view = ViewState.from_dict(view_data)
