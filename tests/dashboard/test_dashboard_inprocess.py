@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import timedelta
 
 import dash
@@ -174,3 +175,34 @@ def test_live_counts_that_fail_say_so_instead_of_vanishing(dashboard, services):
     assert ids.SITES_NEW_TICK not in status
     assert "Waiting for the first page view" in _text(status[ids.SITES_NEW_STATUS]["children"])
     assert "session has ended" in _text(status[ids.SITES_NEW_STATUS]["children"])
+
+
+def _tiles(dashboard: dash.Dash, auth: dict, view: ViewState) -> dict:
+    return run_callback(
+        dashboard,
+        [(ids.OVERVIEW_TILES, "children"), (ids.OVERVIEW_SHOWN, "data")],
+        [(ids.VIEW, "data", view.to_dict())],
+        [(ids.AUTH, "data", auth)],
+    )
+
+
+def test_overview_breakdowns_follow_the_headline_numbers_even_when_those_fail(dashboard, services):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    today = today_in("UTC")
+    view = ViewState(site_id=site.site_id, start_date=today - timedelta(days=29), end_date=today, time_zone="UTC")
+
+    answer = _tiles(dashboard, {"token": owner.api_key, "kind": "key"}, view)
+    assert "overview-loaded" in answer[ids.OVERVIEW_TILES]["children"]["props"]["className"]
+    assert answer[ids.OVERVIEW_SHOWN]["data"] == view.to_dict()  # the chart, panels and goals start now
+
+    failed = _tiles(dashboard, {"token": "sl_no-longer-valid", "kind": "login"}, view)
+    assert "session has ended" in _text(failed[ids.OVERVIEW_TILES]["children"])
+    assert failed[ids.OVERVIEW_SHOWN]["data"] == view.to_dict()  # ...and still start, to show their own state
+
+    # Every breakdown waits for the headline: none of them starts from the view itself.
+    panel = json.dumps({"panel": ["MATCH"], "type": ids.OVERVIEW_PANEL_TYPE}, separators=(",", ":")) + ".children"
+    for output in (f"{ids.OVERVIEW_CHART}.figure", f"{ids.OVERVIEW_GOALS}.children", panel):
+        inputs = [i["id"] for i in dashboard.callback_map[output]["inputs"]]
+        assert ids.OVERVIEW_SHOWN in inputs and ids.VIEW not in inputs, (output, inputs)
