@@ -69,7 +69,11 @@ def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:
 
 
 def _facts_ctes(scope: Scope, d: Dialect, p: Params, whole_extra: str = "") -> str:
-    """``whole`` (sessions from the table), ``edge`` (grouped from events) and ``s``, their union."""
+    """``whole`` (sessions from the table), ``edge`` (grouped from events) and ``s``, their union.
+
+    ``whole`` is read where it is used rather than kept: storing millions of rows costs more than scanning the
+    table's few columns again (overview 330-450 -> 270 ms, time series 620-670 -> 530-550 ms at 10M events).
+    """
     whole = whole_sessions(scope, _fact_columns(d) + whole_extra, d, p)
     edge = edge_sessions(scope, _event_columns(d), d, p)
     union = (
@@ -78,7 +82,7 @@ def _facts_ctes(scope: Scope, d: Dialect, p: Params, whole_extra: str = "") -> s
     )
     return ",\n".join(
         [
-            d.cte("whole", whole, materialized=True),
+            d.cte("whole", whole, materialized=False),
             d.cte("edge", edge, materialized=True),
             d.cte("s", union, materialized=False),
         ]
