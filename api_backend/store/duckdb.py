@@ -33,26 +33,34 @@ def _column_sql(name: str, typ: pa.DataType) -> str:
     return f'"{name}" {_SQL_TYPES[typ]}'
 
 
-# A DuckDB file is three 4 KiB headers followed by its blocks. A file shorter than the blocks it lists was cut short
-# (a copy or a disk that ran out); DuckDB opens it anyway and fails only when a query reaches a lost block.
+# A DuckDB file is three 4 KiB headers followed by its blocks. A file shorter than the blocks it stores data in was
+# cut short (a copy or a disk that ran out); DuckDB opens it anyway and fails only when a query reaches a lost block.
+# The header's block count is no measure: DuckDB shortens the file when blocks at its end are freed (a dropped table,
+# a deleted site) and the header still counts them among the free ones. So the check takes the highest block any
+# table's data lies in (``pragma_storage_info``: 0.13 s for a 10M-event file) and the number of blocks in use.
 _HEADER_BYTES = 3 * 4096
 
 
 def _refuse_cut_short(con: duckdb.DuckDBPyConnection, path: str) -> None:
-    """Close ``con`` and raise ``duckdb.IOException`` when the file at ``path`` lacks blocks its header lists."""
+    """Close ``con`` and raise ``duckdb.IOException`` when the file at ``path`` lacks blocks its data lies in."""
     row = con.execute(
-        "SELECT block_size, total_blocks FROM pragma_database_size() WHERE database_name = current_database()"
+        "SELECT block_size, used_blocks FROM pragma_database_size() WHERE database_name = current_database()"
     ).fetchone()
     if row is None:
         return
-    block_size, total_blocks = row
-    expected = _HEADER_BYTES + int(block_size) * int(total_blocks)
+    block_size, blocks = int(row[0]), int(row[1])
+    tables = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'"
+    ).fetchall()
+    for (table,) in tables:
+        (highest,) = con.execute("SELECT max(block_id) FROM pragma_storage_info(?)", [table]).fetchone() or (None,)
+        if highest is not None:
+            blocks = max(blocks, int(highest) + 1)
+    expected = _HEADER_BYTES + block_size * blocks
     actual = Path(path).stat().st_size
     if actual < expected:
         con.close()
-        raise duckdb.IOException(
-            f"the file holds {actual:,} bytes, but its header lists data up to byte {expected:,}: it was cut short"
-        )
+        raise duckdb.IOException(f"the file holds {actual:,} bytes, but its data needs {expected:,}: it was cut short")
 
 
 class DuckDBEventStore:

@@ -1,0 +1,53 @@
+"""The DuckDB event file at open: a file cut short is refused, a file DuckDB itself shortened is not."""
+
+from __future__ import annotations
+
+import random
+
+import duckdb
+import pytest
+
+from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.events import rows_to_table
+from tests.store.test_session_facts import random_events
+
+
+def _stored(path) -> None:
+    store = DuckDBEventStore(path)
+    store.append(rows_to_table(random_events(random.Random(1), 200)))
+    store.close()
+
+
+def test_duckdbfile001_a_file_shortened_by_freed_blocks_opens_with_its_events(tmp_path):
+    path = tmp_path / "events.duckdb"
+    _stored(path)
+    events = DuckDBEventStore(path).count()
+    con = duckdb.connect(str(path))  # blocks at the end of the file freed: DuckDB shortens the file at checkpoint
+    con.execute("CREATE TABLE scratch AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(2000000)")
+    con.close()
+    grown = path.stat().st_size
+    con = duckdb.connect(str(path))
+    con.execute("DROP TABLE scratch")
+    con.close()
+    assert path.stat().st_size < grown / 4
+    (total, used) = (
+        duckdb.connect(str(path)).execute("SELECT total_blocks, used_blocks FROM pragma_database_size()").fetchone()
+    )
+    assert total > used  # the header still counts the freed blocks
+
+    reopened = DuckDBEventStore(path)
+    assert reopened.count() == events
+    reopened.close()
+
+
+def test_duckdbfile002_a_file_missing_blocks_in_use_is_refused_at_open(tmp_path):
+    path = tmp_path / "events.duckdb"
+    _stored(path)
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE bulk AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(2000000)")
+    con.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+    with pytest.raises(duckdb.IOException, match="cut short"):
+        DuckDBEventStore(path)
