@@ -16,7 +16,12 @@ import duckdb
 import pyarrow as pa
 
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError
-from api_backend.store.sessions import SESSIONS_DDL, build_sessions_fill, build_sessions_upsert
+from api_backend.store.sessions import (
+    SESSIONS_DDL,
+    build_sessions_fill,
+    build_sessions_rekey,
+    build_sessions_upsert,
+)
 
 __all__ = ["DuckDBEventStore"]
 
@@ -98,6 +103,7 @@ class DuckDBEventStore:
             "AND schema_name = 'main' AND table_name = 'sessions'"
         ).fetchone() or (0,)
         if exists:
+            self._add_session_key()
             return
         cur = self._con.cursor()
         try:
@@ -106,6 +112,27 @@ class DuckDBEventStore:
                 cur.execute(SESSIONS_DDL)
                 fill = build_sessions_fill()
                 cur.execute(fill.sql, fill.params)
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        finally:
+            cur.close()
+
+    def _add_session_key(self) -> None:
+        """A ``sessions`` table from before ``session_key`` gets the column, filled for every stored session."""
+        (present,) = self._con.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() "
+            "AND schema_name = 'main' AND table_name = 'sessions' AND column_name = 'session_key'"
+        ).fetchone() or (0,)
+        if present:
+            return
+        cur = self._con.cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                for step in build_sessions_rekey():
+                    cur.execute(step.sql, step.params)
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")

@@ -11,7 +11,9 @@ two partial rows of the same session can be combined into (a later batch may bri
 - ``entry_page`` / ``exit_page`` with the times of the first / last pageview; ``channel`` with its key
   (``filters.session_channel``);
 - for each parameter of ``FIRST_SET_PARAMETERS``: its first non-empty value (``<name>``) and that event's time
-  (``<name>_at``), exactly what a session-level filter compares (``filters.session_value``).
+  (``<name>_at``), exactly what a session-level filter compares (``filters.session_value``);
+- ``session_key``: 64 bits of the id's MD5 (stable across engine versions, unlike ``hash``), the narrow column a
+  batch finds its stored sessions by; the id itself is compared only where the key matches.
 
 The aggregates come from ``api_backend.query.facts`` (built on ``query.filters``), so the table and the event
 queries cannot disagree.
@@ -27,10 +29,10 @@ from api_backend.query.dialect import DUCKDB
 from api_backend.query.facts import FIRST_SET_PARAMETERS, session_aggregates
 from api_backend.query.sql import Params, Query
 
-__all__ = ["SESSIONS_DDL", "build_sessions_fill", "build_sessions_upsert"]
+__all__ = ["SESSIONS_DDL", "SESSION_KEY", "build_sessions_fill", "build_sessions_rekey", "build_sessions_upsert"]
 
 _FIRST_SET_COLUMNS = "".join(f",\n  {name} VARCHAR NOT NULL, {name}_at TIMESTAMP" for name in FIRST_SET_PARAMETERS)
-SESSIONS_DDL = f"""CREATE TABLE IF NOT EXISTS sessions (
+_COLUMNS = f"""(
   site_id INTEGER NOT NULL,
   session_id VARCHAR NOT NULL,
   first_seen TIMESTAMP NOT NULL,
@@ -41,13 +43,20 @@ SESSIONS_DDL = f"""CREATE TABLE IF NOT EXISTS sessions (
   users VARCHAR[] NOT NULL,
   entry_page VARCHAR NOT NULL, entry_at TIMESTAMP,
   exit_page VARCHAR NOT NULL, exit_at TIMESTAMP,
-  channel VARCHAR NOT NULL, channel_key BIGINT NOT NULL{_FIRST_SET_COLUMNS}
+  channel VARCHAR NOT NULL, channel_key BIGINT NOT NULL{_FIRST_SET_COLUMNS},
+  session_key UBIGINT NOT NULL
 )"""
+SESSIONS_DDL = f"CREATE TABLE IF NOT EXISTS sessions {_COLUMNS}"
+# The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_rekey``).
+SESSION_KEY = "md5_number_lower(session_id)"
 
 
 def _grouped(source: str, p: Params) -> str:
     select = ",\n  ".join(f"{agg} AS {name}" for name, agg in session_aggregates(DUCKDB, p))
-    return f"SELECT site_id, session_id,\n  {select}\nFROM {source} GROUP BY site_id, session_id"
+    return (
+        f"SELECT site_id, session_id,\n  {select},\n  {SESSION_KEY} AS session_key\n"
+        f"FROM {source} GROUP BY site_id, session_id"
+    )
 
 
 def _earlier(value: str, at: str) -> list[str]:
@@ -70,9 +79,10 @@ def _later(value: str, at: str) -> list[str]:
 def build_sessions_upsert(source: str) -> list[Query]:
     """Statements folding the events of the relation ``source`` into ``sessions`` (DuckDB), run in one transaction.
 
-    The batch's sessions are grouped once (``session_batch``); a narrow join finds the ``rowid`` of those already
-    stored (``session_match``); only those rows are updated, and the others inserted. (A ``MERGE`` reads every
-    column it may update from every stored row, which costs more as the table grows.)
+    The batch's sessions are grouped once (``session_batch``); a narrow join on ``session_key`` (then the id, on
+    the rows whose key matched) finds the ``rowid`` of those already stored (``session_match``); only those rows
+    are updated, and the others inserted. (A ``MERGE`` reads every column it may update from every stored row,
+    and a join on the id reads every stored id: both cost more and more as the table grows.)
     """
     p = Params()
     updates = [
@@ -93,7 +103,8 @@ def build_sessions_upsert(source: str) -> list[Query]:
         p.query(f"CREATE OR REPLACE TEMP TABLE session_batch AS {_grouped(source, p)}"),
         Query(
             "CREATE OR REPLACE TEMP TABLE session_match AS SELECT s.rowid AS rid, b.site_id, b.session_id "
-            "FROM sessions AS s JOIN session_batch AS b ON s.site_id = b.site_id AND s.session_id = b.session_id"
+            "FROM sessions AS s JOIN session_batch AS b "
+            "ON s.session_key = b.session_key AND s.site_id = b.site_id AND s.session_id = b.session_id"
         ),
         Query(
             "UPDATE sessions SET\n  " + ",\n  ".join(updates) + "\n"
@@ -104,6 +115,20 @@ def build_sessions_upsert(source: str) -> list[Query]:
             "INSERT INTO sessions SELECT * FROM session_batch AS b "
             f"WHERE NOT EXISTS (SELECT 1 FROM session_match AS m WHERE {same})"
         ),
+    ]
+
+
+def build_sessions_rekey() -> list[Query]:
+    """Statements giving a ``sessions`` table from before ``session_key`` the column (one transaction).
+
+    The table is copied with the keys added rather than altered: DuckDB cannot make an added column NOT NULL
+    while the update that filled it is outstanding.
+    """
+    return [
+        Query(f"CREATE TABLE sessions_keyed {_COLUMNS}"),
+        Query(f"INSERT INTO sessions_keyed SELECT *, {SESSION_KEY} FROM sessions"),
+        Query("DROP TABLE sessions"),
+        Query("ALTER TABLE sessions_keyed RENAME TO sessions"),
     ]
 
 

@@ -22,6 +22,7 @@ from api_backend.query.overview import (
 from api_backend.query.scope import Scope
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
+from api_backend.store import sessions as sessions_module
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
 from api_backend.store.events import rows_to_table
@@ -292,6 +293,33 @@ def test_facts005_a_database_without_the_table_gets_it_filled_at_open(tmp_path):
     reopened.append(rows_to_table(more))
     assert session_rows(reopened) == rebuilt(rows + more)
     reopened.close()
+
+
+def test_facts012_a_table_from_before_the_session_key_gets_it_and_batches_still_find_their_sessions(tmp_path):
+    rng = random.Random(12)
+    rows = random_events(rng, 300)
+    store = DuckDBEventStore(tmp_path / "events.duckdb")
+    store.append(rows_to_table(rows[:900]))
+    store._con.execute("ALTER TABLE sessions DROP COLUMN session_key")  # the table as it was first shipped
+    store.close()
+
+    reopened = DuckDBEventStore(tmp_path / "events.duckdb")
+    reopened.append(rows_to_table(rows[900:]))  # continues sessions stored before the key existed
+    assert session_rows(reopened) == rebuilt(rows)
+    keys = reopened.query("SELECT count(*), count(DISTINCT session_key) FROM sessions WHERE session_key IS NOT NULL")
+    assert keys == [(300, 300)]
+    reopened.close()
+
+
+def test_facts013_sessions_sharing_a_key_are_told_apart_by_their_ids(monkeypatch):
+    """The key only narrows the search: ids with the same key stay separate sessions, each continued rightly."""
+    monkeypatch.setattr(sessions_module, "SESSION_KEY", "CAST(7 AS UBIGINT)")  # every session gets one key
+    rows = random_events(random.Random(13), 40)
+    store = DuckDBEventStore(":memory:")
+    append_shuffled(store, rows, random.Random(14))
+    assert store.query("SELECT DISTINCT session_key FROM sessions") == [(7,)]
+    got = store.query("SELECT * EXCLUDE (session_key) FROM sessions ORDER BY site_id, session_id")
+    assert [tuple(sorted(v) if isinstance(v, list) else v for v in r) for r in got] == [r[:-1] for r in rebuilt(rows)]
 
 
 def test_facts006_a_restart_after_a_crash_between_log_and_store_counts_each_event_once(tmp_path):
