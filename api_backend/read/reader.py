@@ -5,16 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from api_backend.errors import InvalidRequestError
+from api_backend.errors import InvalidRequestError, ServiceUnavailableError
 from api_backend.query.dialect import Dialect, dialect_named
 from api_backend.query.goals import GoalSpec, build_goals_query
 from api_backend.query.scope import Scope
 from api_backend.query.sql import Query
 from api_backend.read.results import ResultCache
 from api_backend.read.rollups import GoalsRollupCache, goals_counts_from_rollup
-from api_backend.store.events import EventStore, QueryRejectedError
+from api_backend.store.events import EventStore, QueryRejectedError, QueryTooLargeError
 
-__all__ = ["EventReader"]
+__all__ = ["TOO_LARGE", "EventReader"]
+
+TOO_LARGE = (
+    "This question needs more memory than the server may use for one read right now; "
+    "try again later, or a shorter range."
+)
 
 Rows = list[dict[str, Any]]
 
@@ -61,3 +66,7 @@ class EventReader:
         except QueryRejectedError:
             # Filters are validated before any query runs, so this is a pattern the engine's RE2 still refuses.
             raise InvalidRequestError.for_field("filters", "the regular expression is not supported") from None
+        except QueryTooLargeError:
+            # The engine's memory limit stopped it (other reads may be holding memory too): nothing is wrong with
+            # the request, it cannot be answered now.
+            raise ServiceUnavailableError(TOO_LARGE) from None

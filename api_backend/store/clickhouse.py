@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, session_states_sql
-from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError
+from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
 
 __all__ = ["INSERT_SETTINGS", "QUERY_SETTINGS", "ClickHouseEventStore"]
 
@@ -70,6 +70,7 @@ INSERT_SETTINGS: dict[str, Any] = {
 
 # Server error codes meaning the engine refused a value bound into the query (CANNOT_COMPILE_REGEXP).
 _REJECTED_VALUE_CODES = frozenset({427})
+_MEMORY_LIMIT_EXCEEDED = 241
 
 # Deletes return only once a read can no longer see the rows.
 _DELETE_SETTINGS: dict[str, Any] = {"lightweight_deletes_sync": 2, "mutations_sync": 2}
@@ -233,6 +234,8 @@ class ClickHouseEventStore:
         except DatabaseError as exc:
             if exc.code in _REJECTED_VALUE_CODES:
                 raise QueryRejectedError(str(exc)) from exc
+            if exc.code == _MEMORY_LIMIT_EXCEEDED:
+                raise QueryTooLargeError(str(exc)) from exc
             raise
 
     def delete_site(self, site_id: int) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError
+from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
 from api_backend.store.sessions import (
     SESSIONS_DDL,
     build_sessions_fill,
@@ -184,6 +184,8 @@ class DuckDBEventStore:
             return cur.execute(sql, params).fetchall()
         except duckdb.InvalidInputException as exc:  # builders bind every value, so a bad input is a bound one
             raise QueryRejectedError(str(exc)) from exc
+        except duckdb.OutOfMemoryException as exc:
+            raise QueryTooLargeError(str(exc)) from exc
         finally:
             cur.close()
 
@@ -196,6 +198,8 @@ class DuckDBEventStore:
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
         except duckdb.InvalidInputException as exc:
             raise QueryRejectedError(str(exc)) from exc
+        except duckdb.OutOfMemoryException as exc:
+            raise QueryTooLargeError(str(exc)) from exc
         finally:
             cur.close()
 

@@ -21,6 +21,7 @@ __all__ = [
     "EventQueryError",
     "EventStore",
     "QueryRejectedError",
+    "QueryTooLargeError",
     "rows_to_table",
 ]
 
@@ -107,6 +108,10 @@ class EventQueryError(Exception):
 
 class QueryRejectedError(EventQueryError):
     """The engine refused a value bound into the query (a pattern its regex engine cannot compile)."""
+
+
+class QueryTooLargeError(EventQueryError):
+    """The query needed more memory than the engine may use (its memory limit), so it was stopped unanswered."""
 
 
 class EventStore(Protocol):

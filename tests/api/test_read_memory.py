@@ -1,0 +1,40 @@
+"""A read the event engine's memory limit stops is a 503 with the contract's error body, not a 500."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from api_backend.app import create_app
+from api_backend.read.reader import TOO_LARGE
+from api_backend.seed import generate_events
+from api_backend.services import open_services
+from api_backend.settings import load_settings
+from tests.support import make_account, make_site
+
+SECRET = "test-secret-key-0123456789"
+
+
+def test_readmem001_a_read_over_the_memory_limit_is_503_and_answered_once_memory_allows(tmp_path):
+    data_dir = str(tmp_path / "data")
+    services = open_services(load_settings({}, data_dir=data_dir, secret_key=SECRET))
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner)
+    for table in generate_events(site.site_id, 300_000, 30, 1):
+        services.events.append(table)
+    services.close()
+
+    settings = load_settings({}, data_dir=data_dir, secret_key=SECRET)
+    services = open_services(settings)
+    # The engine's limit lowered far below what pairing 300,000 events' pages with their sessions needs.
+    services.events.query("SET memory_limit = '4MB'")
+    with TestClient(create_app(settings, services)) as client:
+        base = f"/api/sites/{site.site_id}"
+        response = client.get(f"{base}/metric", params={"parameter": "pathname"}, headers=owner.headers)
+        assert response.status_code == 503, response.text
+        assert response.json() == {"error": TOO_LARGE, "code": "SERVICE_UNAVAILABLE"}
+        assert int(response.headers["Retry-After"]) > 0
+        # Nothing of the failure is kept: with room again the same read is answered.
+        services.events.query("SET memory_limit = '1GB'")
+        again = client.get(f"{base}/metric", params={"parameter": "pathname"}, headers=owner.headers)
+        assert again.status_code == 200 and again.json()["data"]["data"][0]["value"] == "/"
+    services.close()
