@@ -90,12 +90,19 @@ def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: 
 
 
 def _keyed_opening(scope: Scope, d: Dialect, p: Params) -> str:
-    """``WITH ks (the qualifying sessions, from the table), fe (their in-window events),``."""
-    ks = qualifying_sessions(scope, d, p)
+    """``WITH ks (the qualifying sessions' count and key collisions, from the table), fe (their in-window events),``.
+
+    Only the one-row counts are kept: keeping millions of session ids would hold them all in memory at once.
+    """
+    key = d.hash64("session_id")
+    counts = (
+        f"SELECT count(*) AS sessions, count(*) - count(DISTINCT {key}) AS collisions "
+        f"FROM ({qualifying_sessions(scope, d, p)}) AS q"
+    )
     rows = f"SELECT * FROM events WHERE {window_condition(scope.site_ids, scope.window, p)}"
     if scope.session_filters:
-        rows += " AND session_id IN (SELECT session_id FROM ks)"
-    return f"WITH {d.cte('ks', ks, materialized=True)},\n{d.cte('fe', rows, materialized=False)},\n"
+        rows += f" AND session_id IN ({qualifying_sessions(scope, d, p)})"
+    return f"WITH {d.cte('ks', counts, materialized=True)},\n{d.cte('fe', rows, materialized=False)},\n"
 
 
 def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect, *, facts: bool) -> Query:
@@ -111,8 +118,8 @@ def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dial
     total_sessions = "SELECT count(DISTINCT session_id) FROM fe"
     collisions = "0"
     if keyed:
-        total_sessions = "SELECT count(*) FROM ks"
-        collisions = f"SELECT count(*) - count(DISTINCT {key}) FROM ks"
+        total_sessions = "SELECT sessions FROM ks"
+        collisions = "SELECT collisions FROM ks"
     if parameter == "event_name":
         agg = (
             f"SELECT event_name AS value, count(*) AS count, count(DISTINCT {key}) AS sessions, "
