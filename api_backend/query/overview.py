@@ -36,7 +36,9 @@ __all__ = [
     "previous_window",
 ]
 
-_HEADLINE = """SELECT count(*) AS sessions, coalesce(sum(pageviews), 0) AS pageviews, count(DISTINCT uid) AS users,
+# Distinct users as a plain grouping (which DuckDB spills to disk), not ``count(DISTINCT uid)`` in the same pass.
+_HEADLINE = """SELECT count(*) AS sessions, coalesce(sum(pageviews), 0) AS pageviews,
+  (SELECT count(*) FROM (SELECT DISTINCT uid FROM s WHERE uid IS NOT NULL) AS du) AS users,
   avg(pageviews) AS pages_per_session,
   avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate,
   avg(duration) AS session_duration
@@ -110,7 +112,9 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     From the table, a whole session gives its start bucket's session numbers; when all its events fall in that
     bucket (same bucket and same UTC offset at its first and last event, so local time ran straight between them)
     it also gives that bucket its pageviews and distinct users. The events of the other qualifying sessions
-    (crossing a bucket boundary or the window's edge) are bucketed one by one, as the event route does.
+    (crossing a bucket boundary or the window's edge) are bucketed one by one, as the event route does. The
+    distinct users per bucket are counted as distinct (bucket, user) pairs, a plain grouping DuckDB can spill to
+    disk: ``count(DISTINCT ...)`` per bucket ran out of the server's memory limit at 100M events.
     """
     if not facts_answer(scope, d):
         return build_overview_series_events_query(scope, bucket, d)
@@ -129,11 +133,19 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     split = "SELECT session_id FROM whole WHERE NOT one_bucket UNION ALL SELECT session_id FROM edge"
     sql = f"""WITH {ctes},
 sb AS (SELECT {session_bucket} AS bucket, {_SESSION_AVERAGES} FROM s GROUP BY 1),
-bu AS (SELECT {event_bucket} AS bucket, CASE WHEN type = 'pageview' THEN 1 ELSE 0 END AS pv, {EFFECTIVE_USER} AS u
-       FROM events WHERE {window} AND session_id IN ({split})
-       UNION ALL SELECT start_bucket, pageviews, CAST(NULL AS VARCHAR) FROM whole WHERE one_bucket
-       UNION ALL SELECT start_bucket, 0, unnest(users) FROM whole WHERE one_bucket),
-eb AS (SELECT bucket, sum(pv) AS pageviews, count(DISTINCT u) AS users FROM bu GROUP BY 1)
+{
+        d.cte(
+            "ev",
+            f'''SELECT {event_bucket} AS bucket, CASE WHEN type = 'pageview' THEN 1 ELSE 0 END AS pv,
+         {EFFECTIVE_USER} AS u FROM events WHERE {window} AND session_id IN ({split})''',
+            materialized=True,
+        )
+    },
+bp AS (SELECT bucket, sum(pv) AS pageviews FROM (SELECT bucket, pv FROM ev
+       UNION ALL SELECT start_bucket, pageviews FROM whole WHERE one_bucket) AS t GROUP BY 1),
+bv AS (SELECT bucket, count(*) AS users FROM (SELECT DISTINCT bucket, u FROM (SELECT bucket, u FROM ev
+       UNION ALL SELECT start_bucket, unnest(users) FROM whole WHERE one_bucket) AS t) AS d GROUP BY 1),
+eb AS (SELECT bp.bucket, bp.pageviews, coalesce(bv.users, 0) AS users FROM bp LEFT JOIN bv ON bv.bucket = bp.bucket)
 {_JOIN_BUCKETS}"""
     return p.query(sql)
 
