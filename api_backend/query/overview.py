@@ -131,16 +131,14 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     event_bucket = d.bucket(local_time("timestamp", scope.window, d, p), bucket)
     window = window_condition(scope.site_ids, scope.window, p)
     split = "SELECT session_id FROM whole WHERE NOT one_bucket UNION ALL SELECT session_id FROM edge"
+    # The events of the sessions not inside one bucket, bucketed one by one (few: kept for the two uses below).
+    split_events = (
+        f"SELECT {event_bucket} AS bucket, CASE WHEN type = 'pageview' THEN 1 ELSE 0 END AS pv, {EFFECTIVE_USER} AS u "
+        f"FROM events WHERE {window} AND session_id IN ({split})"
+    )
     sql = f"""WITH {ctes},
 sb AS (SELECT {session_bucket} AS bucket, {_SESSION_AVERAGES} FROM s GROUP BY 1),
-{
-        d.cte(
-            "ev",
-            f'''SELECT {event_bucket} AS bucket, CASE WHEN type = 'pageview' THEN 1 ELSE 0 END AS pv,
-         {EFFECTIVE_USER} AS u FROM events WHERE {window} AND session_id IN ({split})''',
-            materialized=True,
-        )
-    },
+{d.cte("ev", split_events, materialized=True)},
 bp AS (SELECT bucket, sum(pv) AS pageviews FROM (SELECT bucket, pv FROM ev
        UNION ALL SELECT start_bucket, pageviews FROM whole WHERE one_bucket) AS t GROUP BY 1),
 bv AS (SELECT bucket, count(*) AS users FROM (SELECT DISTINCT bucket, u FROM (SELECT bucket, u FROM ev
