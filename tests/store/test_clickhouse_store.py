@@ -19,7 +19,7 @@ from api_backend.settings import SettingsError, load_settings
 from api_backend.store.clickhouse import QUERY_SETTINGS, ClickHouseEventStore
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
-from api_backend.store.events import EVENT_COLUMNS, QueryRejectedError, rows_to_table
+from api_backend.store.events import EVENT_COLUMNS, QueryRejectedError, QueryTooLargeError, rows_to_table
 from api_backend.store.open import open_event_store, parse_events_url
 from api_backend.store.writer import BatchWriter
 from tests.support import REPO_ROOT, free_port, make_account, make_site
@@ -335,3 +335,11 @@ def test_chstore015_a_pattern_the_engine_refuses_is_a_typed_error_on_both_stores
         assert duck.query("SELECT regexp_matches('abc', $p)", {"p": "b"}) == [(True,)]
     finally:
         duck.close()
+
+
+def test_chstore010_a_query_over_its_memory_limit_is_told_apart(store):
+    """ClickHouse's MEMORY_LIMIT_EXCEEDED becomes ``QueryTooLargeError`` (the API's 503), not an unknown failure."""
+    big = "SELECT count(DISTINCT toString(number)) FROM numbers(2000000) SETTINGS max_memory_usage = 1000000"
+    with pytest.raises(QueryTooLargeError):
+        store.query(big)
+    assert store.query("SELECT 1") == [(1,)]
