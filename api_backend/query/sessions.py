@@ -1,8 +1,9 @@
 """Sessions: the page of sessions in a window, one session's description and timeline, an identified user.
 
 Listing is two queries: ``build_session_page_query`` ranks the qualifying sessions on the cheap (their last
-in-window event only) and counts them; ``build_session_rows_query`` then describes just the sessions of that
-page (at most 100), so the costly per-session aggregates never run over the whole window.
+in-window event only, from the ``sessions`` table where the engine keeps it) and counts them;
+``build_session_rows_query`` then describes just the sessions of that page (at most 100), so the costly
+per-session aggregates never run over the whole window.
 
 A session's fields are the goal-session fields of ``api-spec.md`` plus ``events`` (every event of the
 session in the window), the per-type counts, and ``converted``: whether any of its events completes any
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from api_backend.query.dialect import Dialect
+from api_backend.query.facts import edge_sessions, facts_answer, whole_sessions
 from api_backend.query.filters import session_channel, session_user, session_value
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
@@ -21,6 +23,7 @@ from api_backend.query.sql import Params, Query
 
 __all__ = [
     "TIMELINE_COLUMNS",
+    "build_session_page_events_query",
     "build_session_page_query",
     "build_session_rows_query",
     "build_timeline_query",
@@ -102,7 +105,22 @@ ORDER BY page.page_end DESC, page.page_session"""
 
 
 def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
-    """Rows ``(total_count, session_id, session_end)``: one page of the window's sessions, newest end first."""
+    """Rows ``(total_count, session_id, session_end)``: one page of the window's sessions, newest end first.
+
+    Where the engine keeps per-session facts (``facts.py``), a whole session's end is its stored ``last_seen`` and
+    only the sessions crossing the window's edges are grouped from events.
+    """
+    if not facts_answer(scope, d):
+        return build_session_page_events_query(scope, limit, offset, d)
+    p = Params()
+    whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
+    edge = edge_sessions(scope, ", max(timestamp) AS session_end", d, p)
+    ends = f"{whole} UNION ALL SELECT session_id, session_end FROM ({edge}) AS edge"
+    return p.query("WITH " + _page_of(ends, limit, offset, d, p))
+
+
+def build_session_page_events_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
+    """``build_session_page_query`` grouping every in-window event into sessions."""
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
     ends = session_groups(scope, ", max(timestamp) AS session_end", d, p)
@@ -116,6 +134,12 @@ def build_session_rows_query(scope: Scope, session_ids: Sequence[str], goals: Se
     ids = ", ".join(p.add(s) for s in session_ids) or "NULL"
     columns = session_columns(goals, d, p)
     rows = qualified_rows(scope, p)
+    if d.session_facts:
+        # No event of these sessions is older than their first one the table holds: the scan starts there
+        # (a page of recent sessions reads the last hours, not the whole window).
+        sites = ", ".join(p.add(s) for s in scope.site_ids)
+        first = f"SELECT min(first_seen) FROM sessions WHERE site_id IN ({sites}) AND session_id IN ({ids})"
+        rows += f" AND timestamp >= coalesce(({first}), TIMESTAMP '0001-01-01')"
     body = f"SELECT session_id,\n    {columns}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"
     # ``opening`` ends with ``WITH `` (or the scope CTEs and a comma); the CTE below keeps both forms valid.
     sql = f"{start}described AS ({body})\nSELECT * FROM described ORDER BY session_end DESC, session_id"

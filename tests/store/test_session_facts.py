@@ -20,6 +20,11 @@ from api_backend.query.overview import (
     build_overview_series_query,
 )
 from api_backend.query.scope import Scope
+from api_backend.query.sessions import (
+    build_session_page_events_query,
+    build_session_page_query,
+    build_session_rows_query,
+)
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
 from api_backend.store import sessions as sessions_module
@@ -215,6 +220,12 @@ def test_facts009_metric_of_pages_events_and_properties_with_hashed_keys_equals_
     assert_same(got, run(store, events), context)
 
 
+class _NoFacts(Dialect):
+    """DuckDB as an engine that keeps no sessions table would be read."""
+
+    session_facts = False
+
+
 class _ShortKeys(Dialect):
     """DuckDB with a session key that is far from one-to-one: the ids' lengths."""
 
@@ -242,6 +253,29 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
     assert build_metric_query(scope, "event_name", 10, 0, DUCKDB) == build_metric_events_query(
         scope, "event_name", 10, 0, DUCKDB
     )
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_facts014_a_page_of_sessions_from_the_table_equals_the_event_grouping(seeded, seed):
+    store, _ = seeded
+    rng = random.Random(3000 + seed)
+    window = random_window(rng)
+    chosen = FILTERS[seed % len(FILTERS)]
+    filters = parse_filters(json.dumps(chosen) if chosen else None)
+    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
+    scope = Scope(sites, window, filters)
+    limit, offset = rng.choice([(25, 0), (10, 10), (100, 0), (5, 400)])
+    facts = build_session_page_query(scope, limit, offset, DUCKDB)
+    events = build_session_page_events_query(scope, limit, offset, DUCKDB)
+    assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
+    page = run(store, facts)
+    assert_same(page, run(store, events), (window, filters, sites, limit, offset))
+    # Describing the page's sessions: the scan bounded by their first stored event gives the same rows.
+    ids = [r["session_id"] for r in page if r["session_id"] is not None]
+    bounded = build_session_rows_query(scope, ids, [], DUCKDB)
+    assert "first_seen" in bounded.sql
+    unbounded = build_session_rows_query(scope, ids, [], _NoFacts())
+    assert_same(run(store, bounded), run(store, unbounded), (window, filters, sites, ids))
 
 
 def test_facts003_windows_cutting_sessions_count_only_their_in_window_events():
