@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from api_backend.query.dialect import Dialect
+from api_backend.query.facts import edge_sessions, facts_answer, whole_sessions
 from api_backend.query.filters import (
     SESSION_PARAMETERS,
     Filter,
@@ -38,6 +39,7 @@ __all__ = [
     "BREAKDOWN_PAGE",
     "GoalSpec",
     "build_goal_breakdown_query",
+    "build_goal_sessions_events_query",
     "build_goal_sessions_query",
     "build_goals_query",
     "build_goals_rollup_query",
@@ -267,6 +269,15 @@ def build_matching_values_query(values: Sequence[str], filters: Sequence[Filter]
 
 def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect) -> Query:
     """The converted sessions, newest ``session_end`` first, with ``total_count`` (one row even past the end)."""
+    return _goal_sessions_query(scope, goal, limit, offset, d, facts=facts_answer(scope, d))
+
+
+def build_goal_sessions_events_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect) -> Query:
+    """``build_goal_sessions_query`` grouping the window's events into sessions (no ``sessions`` table)."""
+    return _goal_sessions_query(scope, goal, limit, offset, d, facts=False)
+
+
+def _goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect, *, facts: bool) -> Query:
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
@@ -297,7 +308,26 @@ def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: 
         first_set(c) for c in ("referrer", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
     )
     # Rank converted sessions on the cheap (end time only), then describe just the requested page.
-    if scope.row_filters:
+    rows = qualified_rows(scope, p)
+    if facts:
+        # Whole sessions' ends come from the table and edge sessions' from their events; a matching in-window event
+        # makes either one converted. Describing the page then scans events from the page's first stored event on.
+        hits = (
+            f"SELECT session_id FROM events WHERE {window_condition(scope.site_ids, scope.window, p)} AND {condition}"
+        )
+        whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
+        edge = edge_sessions(scope, ", max(timestamp) AS session_end", d, p)
+        converted = (
+            f"SELECT session_id, session_end FROM ({whole} UNION ALL SELECT session_id, session_end FROM ({edge}) "
+            f"AS e) AS q WHERE session_id IN ({hits})"
+        )
+        sites = ", ".join(p.add(site) for site in scope.site_ids)
+        first = (
+            f"SELECT min(first_seen) FROM sessions WHERE site_id IN ({sites}) "
+            f"AND session_id IN (SELECT page_session FROM page)"
+        )
+        rows += f" AND timestamp >= coalesce(({first}), TIMESTAMP '0001-01-01')"
+    elif scope.row_filters:
         converted = session_groups(scope, ", max(timestamp) AS session_end", d, p, d.bool_or(condition))
     else:
         # Group only the rows of sessions with a matching event (a semi-join on the few matching rows) instead
@@ -330,7 +360,7 @@ s AS (
     count(*) FILTER (WHERE type = 'outbound') AS outbound,
     min(timestamp) AS session_start,
     max(timestamp) AS session_end
-  {qualified_rows(scope, p)} AND session_id IN (SELECT page_session FROM page)
+  {rows} AND session_id IN (SELECT page_session FROM page)
   GROUP BY session_id)
 SELECT t.total_count, page.rn, s.*
 FROM (SELECT count(*) AS total_count FROM conv) AS t

@@ -12,6 +12,7 @@ import pytest
 
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
+from api_backend.query.goals import GoalSpec, build_goal_sessions_events_query, build_goal_sessions_query
 from api_backend.query.metric import build_metric_events_query, build_metric_query, needs_exact_rerun
 from api_backend.query.overview import (
     build_overview_events_query,
@@ -276,6 +277,30 @@ def test_facts014_a_page_of_sessions_from_the_table_equals_the_event_grouping(se
     assert "first_seen" in bounded.sql
     unbounded = build_session_rows_query(scope, ids, [], _NoFacts())
     assert_same(run(store, bounded), run(store, unbounded), (window, filters, sites, ids))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_facts015_goal_sessions_from_the_table_equal_the_event_grouping(seeded, seed):
+    store, _ = seeded
+    rng = random.Random(4000 + seed)
+    window = random_window(rng)
+    chosen = FILTERS[seed % len(FILTERS)]
+    filters = parse_filters(json.dumps(chosen) if chosen else None)
+    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
+    scope = Scope(sites, window, filters)
+    goal = rng.choice(
+        [
+            GoalSpec(1, "path", {"pathPattern": "/pricing"}),
+            GoalSpec(2, "path", {"pathPattern": "/blog/*"}),
+            GoalSpec(3, "event", {"eventName": "signup"}),
+            GoalSpec(4, "event", {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}),
+        ]
+    )
+    limit, offset = rng.choice([(25, 0), (10, 10), (100, 0), (5, 300)])
+    facts = build_goal_sessions_query(scope, goal, limit, offset, DUCKDB)
+    events = build_goal_sessions_events_query(scope, goal, limit, offset, DUCKDB)
+    assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
+    assert_same(run(store, facts), run(store, events), (window, filters, sites, goal, limit, offset))
 
 
 def test_facts003_windows_cutting_sessions_count_only_their_in_window_events():
