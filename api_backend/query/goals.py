@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import edge_sessions, facts_answer, whole_sessions
+from api_backend.query.facts import edge_sessions, fact_column, facts_answer, whole_sessions
 from api_backend.query.filters import (
     SESSION_PARAMETERS,
     Filter,
@@ -38,6 +38,7 @@ from api_backend.query.sql import Params, Query
 __all__ = [
     "BREAKDOWN_PAGE",
     "GoalSpec",
+    "build_goal_breakdown_events_query",
     "build_goal_breakdown_query",
     "build_goal_sessions_events_query",
     "build_goal_sessions_query",
@@ -373,7 +374,22 @@ def build_goal_breakdown_query(
     scope: Scope, goal: GoalSpec, parameter: str, d: Dialect, page: Page = FIRST_BREAKDOWN_PAGE
 ) -> Query:
     """Rows ``(total_sessions, total_conversions, total_values, value, sessions, conversions)`` of one page of
-    values, best conversion rate first (then most sessions, then value); one row even with no value."""
+    values, best conversion rate first (then most sessions, then value); one row even with no value.
+
+    A session-level parameter reads whole sessions from the ``sessions`` table where the engine keeps it."""
+    return _goal_breakdown_query(scope, goal, parameter, d, page, facts=facts_answer(scope, d))
+
+
+def build_goal_breakdown_events_query(
+    scope: Scope, goal: GoalSpec, parameter: str, d: Dialect, page: Page = FIRST_BREAKDOWN_PAGE
+) -> Query:
+    """``build_goal_breakdown_query`` grouping the window's events into sessions (no ``sessions`` table)."""
+    return _goal_breakdown_query(scope, goal, parameter, d, page, facts=False)
+
+
+def _goal_breakdown_query(
+    scope: Scope, goal: GoalSpec, parameter: str, d: Dialect, page: Page, *, facts: bool
+) -> Query:
     p = Params()
     start = opening(scope, d, p, rows_needed=parameter not in SESSION_PARAMETERS)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
@@ -381,7 +397,19 @@ def build_goal_breakdown_query(
         # One value per session: value and conversion come out of the same grouping.
         keep = "" if keeps_empty_value(parameter) else "WHERE value <> ''"
         columns = f", {session_value(parameter, d, p)} AS value, {d.bool_or(condition)} AS converted"
-        sql = f"""{start}{d.cte("conv", session_groups(scope, columns, d, p), materialized=True)},
+        if not facts:
+            per_session = session_groups(scope, columns, d, p)
+        else:
+            # Whole sessions: the stored value, converted when one of their in-window events matches; edge
+            # sessions grouped from their events as before.
+            window = window_condition(scope.site_ids, scope.window, p)
+            hits = f"SELECT session_id FROM events WHERE {window} AND {condition}"
+            whole = whole_sessions(
+                scope, f"session_id, {fact_column(parameter)} AS value, session_id IN ({hits}) AS converted", d, p
+            )
+            edge = edge_sessions(scope, columns, d, p)
+            per_session = f"{whole} UNION ALL SELECT session_id, value, converted FROM ({edge}) AS e"
+        sql = f"""{start}{d.cte("conv", per_session, materialized=True)},
 grouped AS (
   SELECT value, count(*) AS sessions, count(*) FILTER (WHERE converted) AS conversions
   FROM conv {keep} GROUP BY value),

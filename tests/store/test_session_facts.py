@@ -12,7 +12,13 @@ import pytest
 
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
-from api_backend.query.goals import GoalSpec, build_goal_sessions_events_query, build_goal_sessions_query
+from api_backend.query.goals import (
+    GoalSpec,
+    build_goal_breakdown_events_query,
+    build_goal_breakdown_query,
+    build_goal_sessions_events_query,
+    build_goal_sessions_query,
+)
 from api_backend.query.metric import build_metric_events_query, build_metric_query, needs_exact_rerun
 from api_backend.query.overview import (
     build_overview_events_query,
@@ -301,6 +307,23 @@ def test_facts015_goal_sessions_from_the_table_equal_the_event_grouping(seeded, 
     events = build_goal_sessions_events_query(scope, goal, limit, offset, DUCKDB)
     assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
     assert_same(run(store, facts), run(store, events), (window, filters, sites, goal, limit, offset))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_facts016_goal_breakdown_by_a_session_parameter_from_the_table_equals_the_event_grouping(seeded, seed):
+    store, _ = seeded
+    rng = random.Random(5000 + seed)
+    window = random_window(rng)
+    chosen = FILTERS[seed % len(FILTERS)]
+    filters = parse_filters(json.dumps(chosen) if chosen else None)
+    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
+    scope = Scope(sites, window, filters)
+    goal = rng.choice([GoalSpec(1, "path", {"pathPattern": "/blog/*"}), GoalSpec(3, "event", {"eventName": "signup"})])
+    parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
+    facts = build_goal_breakdown_query(scope, goal, parameter, DUCKDB)
+    events = build_goal_breakdown_events_query(scope, goal, parameter, DUCKDB)
+    assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
+    assert_same(run(store, facts), run(store, events), (window, filters, sites, goal, parameter))
 
 
 def test_facts003_windows_cutting_sessions_count_only_their_in_window_events():
