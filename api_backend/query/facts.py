@@ -37,6 +37,8 @@ __all__ = [
     "fact_column",
     "facts_answer",
     "qualifying_sessions",
+    "session_ends",
+    "since_first_stored_event",
     "session_aggregates",
     "whole_sessions",
 ]
@@ -210,3 +212,20 @@ def qualifying_sessions(scope: Scope, d: Dialect, p: Params) -> str:
     """``SELECT session_id ...``: every session the scope counts, once (whole ones from the table, then edge ones)."""
     edge = edge_sessions(scope, "", d, p)
     return f"{whole_sessions(scope, 'session_id', d, p)} UNION ALL SELECT session_id FROM ({edge}) AS edge"
+
+
+def session_ends(scope: Scope, d: Dialect, p: Params) -> str:
+    """``SELECT session_id, session_end ...``: every qualifying session and its last in-window event."""
+    whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
+    edge = edge_sessions(scope, ", max(timestamp) AS session_end", d, p)
+    return f"{whole} UNION ALL SELECT session_id, session_end FROM ({edge}) AS edge"
+
+
+def since_first_stored_event(site_ids: tuple[int, ...], session_ids: str, p: Params) -> str:
+    """``timestamp >= ...``: no event of the sessions ``session_ids`` (SQL) is older than the first one stored.
+
+    A bound on the events read for a few sessions, so the engine skips the blocks before them (a page of recent
+    sessions reads the last hours of the window, not all of it). With none of them stored it bounds nothing.
+    """
+    first = f"SELECT min(first_seen) FROM sessions WHERE {_sites(site_ids, p)} AND session_id IN ({session_ids})"
+    return f"timestamp >= coalesce(({first}), TIMESTAMP '0001-01-01')"

@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import edge_sessions, fact_column, facts_answer, whole_sessions
+from api_backend.query.facts import (
+    edge_sessions,
+    fact_column,
+    facts_answer,
+    session_ends,
+    since_first_stored_event,
+    whole_sessions,
+)
 from api_backend.query.filters import (
     SESSION_PARAMETERS,
     Filter,
@@ -316,18 +323,8 @@ def _goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, 
         hits = (
             f"SELECT session_id FROM events WHERE {window_condition(scope.site_ids, scope.window, p)} AND {condition}"
         )
-        whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
-        edge = edge_sessions(scope, ", max(timestamp) AS session_end", d, p)
-        converted = (
-            f"SELECT session_id, session_end FROM ({whole} UNION ALL SELECT session_id, session_end FROM ({edge}) "
-            f"AS e) AS q WHERE session_id IN ({hits})"
-        )
-        sites = ", ".join(p.add(site) for site in scope.site_ids)
-        first = (
-            f"SELECT min(first_seen) FROM sessions WHERE site_id IN ({sites}) "
-            f"AND session_id IN (SELECT page_session FROM page)"
-        )
-        rows += f" AND timestamp >= coalesce(({first}), TIMESTAMP '0001-01-01')"
+        converted = f"SELECT * FROM ({session_ends(scope, d, p)}) AS q WHERE session_id IN ({hits})"
+        rows += f" AND {since_first_stored_event(scope.site_ids, 'SELECT page_session FROM page', p)}"
     elif scope.row_filters:
         converted = session_groups(scope, ", max(timestamp) AS session_end", d, p, d.bool_or(condition))
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import edge_sessions, facts_answer, whole_sessions
+from api_backend.query.facts import facts_answer, session_ends, since_first_stored_event
 from api_backend.query.filters import session_channel, session_user, session_value
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
@@ -113,10 +113,7 @@ def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) 
     if not facts_answer(scope, d):
         return build_session_page_events_query(scope, limit, offset, d)
     p = Params()
-    whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
-    edge = edge_sessions(scope, ", max(timestamp) AS session_end", d, p)
-    ends = f"{whole} UNION ALL SELECT session_id, session_end FROM ({edge}) AS edge"
-    return p.query("WITH " + _page_of(ends, limit, offset, d, p))
+    return p.query("WITH " + _page_of(session_ends(scope, d, p), limit, offset, d, p))
 
 
 def build_session_page_events_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
@@ -135,11 +132,7 @@ def build_session_rows_query(scope: Scope, session_ids: Sequence[str], goals: Se
     columns = session_columns(goals, d, p)
     rows = qualified_rows(scope, p)
     if d.session_facts:
-        # No event of these sessions is older than their first one the table holds: the scan starts there
-        # (a page of recent sessions reads the last hours, not the whole window).
-        sites = ", ".join(p.add(s) for s in scope.site_ids)
-        first = f"SELECT min(first_seen) FROM sessions WHERE site_id IN ({sites}) AND session_id IN ({ids})"
-        rows += f" AND timestamp >= coalesce(({first}), TIMESTAMP '0001-01-01')"
+        rows += f" AND {since_first_stored_event(scope.site_ids, ids, p)}"
     body = f"SELECT session_id,\n    {columns}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"
     # ``opening`` ends with ``WITH `` (or the scope CTEs and a comma); the CTE below keeps both forms valid.
     sql = f"{start}described AS ({body})\nSELECT * FROM described ORDER BY session_end DESC, session_id"
