@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from api_backend.query.sql import Query
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
 from api_backend.store.sessions import (
     SESSIONS_DDL,
@@ -105,19 +106,7 @@ class DuckDBEventStore:
         if exists:
             self._add_session_key()
             return
-        cur = self._con.cursor()
-        try:
-            cur.execute("BEGIN TRANSACTION")
-            try:
-                cur.execute(SESSIONS_DDL)
-                fill = build_sessions_fill()
-                cur.execute(fill.sql, fill.params)
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-        finally:
-            cur.close()
+        self._in_one_transaction([Query(SESSIONS_DDL), build_sessions_fill()])
 
     def _add_session_key(self) -> None:
         """A ``sessions`` table from before ``session_key`` gets the column, filled for every stored session."""
@@ -127,12 +116,16 @@ class DuckDBEventStore:
         ).fetchone() or (0,)
         if present:
             return
+        self._in_one_transaction(build_sessions_rekey())
+
+    def _in_one_transaction(self, statements: list[Query]) -> None:
+        """Run ``statements`` in one transaction: all of them take effect or none does."""
         cur = self._con.cursor()
         try:
             cur.execute("BEGIN TRANSACTION")
             try:
-                for step in build_sessions_rekey():
-                    cur.execute(step.sql, step.params)
+                for statement in statements:
+                    cur.execute(statement.sql, statement.params)
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")

@@ -127,6 +127,15 @@ def random_window(rng: random.Random) -> Window:
     return Window(start, end, zone, include_start=rng.random() < 0.7, include_end=rng.random() < 0.3, mode="datetime")
 
 
+def random_scope(rng: random.Random, seed: int) -> Scope:
+    """A random window on one site (or two), with the filter ``seed`` picks: every filter on several windows."""
+    window = random_window(rng)
+    chosen = FILTERS[seed % len(FILTERS)]
+    filters = parse_filters(json.dumps(chosen) if chosen else None)
+    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
+    return Scope(sites, window, filters)
+
+
 def run(store: DuckDBEventStore, query: Query) -> list[dict[str, Any]]:
     return store.query_dicts(query.sql, query.params)
 
@@ -174,12 +183,8 @@ def test_facts001_the_table_holds_what_one_grouping_of_all_events_gives(seeded):
 def test_facts002_overview_from_the_table_equals_the_event_grouping(seeded, seed):
     store, _ = seeded
     rng = random.Random(seed)
-    window = random_window(rng)
-    chosen = FILTERS[seed % len(FILTERS)]  # every filter on three random windows
-    filters = parse_filters(json.dumps(chosen) if chosen else None)
-    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
-    scope = Scope(sites, window, filters)
-    context = (window, filters, sites)
+    scope = random_scope(rng, seed)
+    context = scope
     facts, events = build_overview_query(scope, DUCKDB), build_overview_events_query(scope, DUCKDB)
     assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
     assert_same(run(store, facts), run(store, events), context)
@@ -193,14 +198,10 @@ def test_facts002_overview_from_the_table_equals_the_event_grouping(seeded, seed
 def test_facts008_metric_of_a_session_parameter_from_the_table_equals_the_event_grouping(seeded, seed):
     store, _ = seeded
     rng = random.Random(1000 + seed)
-    window = random_window(rng)
-    chosen = FILTERS[seed % len(FILTERS)]
-    filters = parse_filters(json.dumps(chosen) if chosen else None)
-    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
-    scope = Scope(sites, window, filters)
+    scope = random_scope(rng, seed)
     parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
     limit, offset = rng.choice([(100, 0), (3, 0), (2, 2)])
-    context = (parameter, window, filters, sites, limit, offset)
+    context = (parameter, scope, limit, offset)
     facts = build_metric_query(scope, parameter, limit, offset, DUCKDB)
     events = build_metric_events_query(scope, parameter, limit, offset, DUCKDB)
     assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
@@ -211,14 +212,10 @@ def test_facts008_metric_of_a_session_parameter_from_the_table_equals_the_event_
 def test_facts009_metric_of_pages_events_and_properties_with_hashed_keys_equals_the_event_grouping(seeded, seed):
     store, _ = seeded
     rng = random.Random(2000 + seed)
-    window = random_window(rng)
-    chosen = FILTERS[seed % len(FILTERS)]
-    filters = parse_filters(json.dumps(chosen) if chosen else None)
-    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
+    scope = random_scope(rng, seed)
     parameter = ("pathname", "page_title", "event_name", "prop:plan")[seed % 4]
-    scope = Scope(sites, window, filters)
     limit, offset = rng.choice([(100, 0), (2, 0), (2, 1)])
-    context = (parameter, window, filters, sites, limit, offset)
+    context = (parameter, scope, limit, offset)
     facts = build_metric_query(scope, parameter, limit, offset, DUCKDB)
     events = build_metric_events_query(scope, parameter, limit, offset, DUCKDB)
     assert "FROM sessions" in facts.sql and "hash(session_id)" in facts.sql and "FROM sessions" not in events.sql
@@ -266,34 +263,26 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
 def test_facts014_a_page_of_sessions_from_the_table_equals_the_event_grouping(seeded, seed):
     store, _ = seeded
     rng = random.Random(3000 + seed)
-    window = random_window(rng)
-    chosen = FILTERS[seed % len(FILTERS)]
-    filters = parse_filters(json.dumps(chosen) if chosen else None)
-    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
-    scope = Scope(sites, window, filters)
+    scope = random_scope(rng, seed)
     limit, offset = rng.choice([(25, 0), (10, 10), (100, 0), (5, 400)])
     facts = build_session_page_query(scope, limit, offset, DUCKDB)
     events = build_session_page_events_query(scope, limit, offset, DUCKDB)
     assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
     page = run(store, facts)
-    assert_same(page, run(store, events), (window, filters, sites, limit, offset))
+    assert_same(page, run(store, events), (scope, limit, offset))
     # Describing the page's sessions: the scan bounded by their first stored event gives the same rows.
     ids = [r["session_id"] for r in page if r["session_id"] is not None]
     bounded = build_session_rows_query(scope, ids, [], DUCKDB)
     assert "first_seen" in bounded.sql
     unbounded = build_session_rows_query(scope, ids, [], _NoFacts())
-    assert_same(run(store, bounded), run(store, unbounded), (window, filters, sites, ids))
+    assert_same(run(store, bounded), run(store, unbounded), (scope, ids))
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_facts015_goal_sessions_from_the_table_equal_the_event_grouping(seeded, seed):
     store, _ = seeded
     rng = random.Random(4000 + seed)
-    window = random_window(rng)
-    chosen = FILTERS[seed % len(FILTERS)]
-    filters = parse_filters(json.dumps(chosen) if chosen else None)
-    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
-    scope = Scope(sites, window, filters)
+    scope = random_scope(rng, seed)
     goal = rng.choice(
         [
             GoalSpec(1, "path", {"pathPattern": "/pricing"}),
@@ -306,24 +295,20 @@ def test_facts015_goal_sessions_from_the_table_equal_the_event_grouping(seeded, 
     facts = build_goal_sessions_query(scope, goal, limit, offset, DUCKDB)
     events = build_goal_sessions_events_query(scope, goal, limit, offset, DUCKDB)
     assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
-    assert_same(run(store, facts), run(store, events), (window, filters, sites, goal, limit, offset))
+    assert_same(run(store, facts), run(store, events), (scope, goal, limit, offset))
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_facts016_goal_breakdown_by_a_session_parameter_from_the_table_equals_the_event_grouping(seeded, seed):
     store, _ = seeded
     rng = random.Random(5000 + seed)
-    window = random_window(rng)
-    chosen = FILTERS[seed % len(FILTERS)]
-    filters = parse_filters(json.dumps(chosen) if chosen else None)
-    sites = (rng.choice(SITES),) if rng.random() < 0.8 else SITES[:2]
-    scope = Scope(sites, window, filters)
+    scope = random_scope(rng, seed)
     goal = rng.choice([GoalSpec(1, "path", {"pathPattern": "/blog/*"}), GoalSpec(3, "event", {"eventName": "signup"})])
     parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
     facts = build_goal_breakdown_query(scope, goal, parameter, DUCKDB)
     events = build_goal_breakdown_events_query(scope, goal, parameter, DUCKDB)
     assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
-    assert_same(run(store, facts), run(store, events), (window, filters, sites, goal, parameter))
+    assert_same(run(store, facts), run(store, events), (scope, goal, parameter))
 
 
 def test_facts003_windows_cutting_sessions_count_only_their_in_window_events():
