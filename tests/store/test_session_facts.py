@@ -34,6 +34,7 @@ from api_backend.query.sessions import (
 )
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
+from api_backend.store import duckdb as duckdb_module
 from api_backend.store import sessions as sessions_module
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
@@ -169,7 +170,9 @@ def seeded() -> tuple[DuckDBEventStore, list[dict[str, Any]]]:
     rng = random.Random(20261126)
     rows = random_events(rng, 1500)
     store = DuckDBEventStore(":memory:")
-    append_shuffled(store, rows, rng)
+    with pytest.MonkeyPatch.context() as patch:  # fold often, so stored sessions are continued by later batches
+        patch.setattr(duckdb_module, "FOLD_ROWS", 100)
+        append_shuffled(store, rows, rng)
     return store, rows
 
 
@@ -350,6 +353,7 @@ def test_facts005_a_database_without_the_table_gets_it_filled_at_open(tmp_path):
     store = DuckDBEventStore(tmp_path / "events.duckdb")
     store.append(rows_to_table(rows))
     store._con.execute("DROP TABLE sessions")  # what a database from before the table looks like
+    store._con.execute("DROP TABLE sessions_pending")
     store.close()
 
     reopened = DuckDBEventStore(tmp_path / "events.duckdb")
@@ -416,5 +420,56 @@ def test_facts007_deleting_a_site_deletes_its_sessions():
     rows = random_events(random.Random(8), 100)
     store.append(rows_to_table(rows))
     store.delete_site(1)
+    assert store.query("SELECT count(*) FROM sessions_pending WHERE site_id = 1") == [(0,)]  # not folded later
     assert store.query("SELECT count(*) FROM sessions WHERE site_id = 1") == [(0,)]
     assert session_rows(store) == rebuilt([r for r in rows if r["site_id"] != 1])
+
+
+@pytest.mark.parametrize("fold_rows", [1, 37, 1_000_000])
+def test_facts017_the_table_is_the_same_whenever_pending_events_are_folded(monkeypatch, fold_rows):
+    """Batches fold at once (at least ``FOLD_ROWS``), wait in ``sessions_pending``, or fold when a read comes."""
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", fold_rows)
+    rng = random.Random(fold_rows)
+    rows = random_events(rng, 300)
+    rng.shuffle(rows)
+    store = DuckDBEventStore(":memory:")
+    at = 0
+    while at < len(rows):
+        size = min(rng.randrange(1, 120), len(rows) - at)
+        store.append(rows_to_table(rows[at : at + size]))
+        at += size
+        if rng.random() < 0.2:  # a read in between folds what is pending
+            (stored,) = store.query("SELECT count(*) FROM sessions_pending")[0]
+            assert store.query("SELECT sum(events) FROM sessions") == [(at,)]
+            assert store.query("SELECT count(*) FROM sessions_pending") == [(0,)]
+            assert stored <= max(fold_rows - 1, size)
+    assert session_rows(store) == rebuilt(rows)
+
+
+def test_facts018_pending_events_outlive_a_restart_and_are_folded_once(tmp_path):
+    rows = random_events(random.Random(18), 100)
+    store = DuckDBEventStore(tmp_path / "events.duckdb")
+    store.append(rows_to_table(rows[:200]))
+    store.close()
+    reopened = DuckDBEventStore(tmp_path / "events.duckdb")
+    assert reopened.query("SELECT count(*) FROM sessions_pending") == [(200,)]
+    reopened.append(rows_to_table(rows[200:]))
+    assert session_rows(reopened) == rebuilt(rows)
+    reopened.close()
+    again = DuckDBEventStore(tmp_path / "events.duckdb")
+    assert again.query("SELECT count(*) FROM sessions_pending") == [(0,)]
+    assert session_rows(again) == rebuilt(rows)
+    again.close()
+
+
+def test_facts019_a_read_of_the_table_sees_the_events_it_describes_while_batches_arrive():
+    """A batch committed while a read runs stays out of both tables for that read (one snapshot, nothing pending)."""
+    rows = random_events(random.Random(19), 100)
+    store = DuckDBEventStore(":memory:")
+    store.append(rows_to_table(rows[:250]))
+    sql = "SELECT sum(events) FROM sessions"
+    with store._reading(sql) as cur:
+        store.append(rows_to_table(rows[250:]))  # commits between the read's fold and its query
+        assert cur.execute(sql).fetchall() == [(250,)]
+        assert cur.execute("SELECT count(*) FROM events").fetchall() == [(250,)]
+    assert store.query(sql) == [(len(rows),)]
