@@ -4,6 +4,11 @@
     python -m bench --sizes 1000000 --runs 10        # reads at one size (plus ingestion and dashboard)
     python -m bench --skip-ingest --skip-dashboard   # reads only
     python -m bench --quick                          # a fast smoke run: 100k events, 3 runs, short ingestion
+    python -m bench --skip-ingest --skip-reads --skip-dashboard --scale-data-dir DIR   # scale block on a kept dir
+
+The scale block (every read route through the API on fresh windows, on the DuckDB store and on a ClickHouse store
+copied from it, at 10M and 100M events by default) seeds its own data dirs: about 20 minutes of seeding for 100M
+events and as long again for the ClickHouse copy and the reads, so ``make bench`` takes over an hour.
 
 Blocks this run does not measure are kept from the previous ``bench/results.json`` (``--fresh`` drops them), so
 parts can be re-run one at a time; every block records the date and command that measured it.
@@ -18,6 +23,7 @@ import shlex
 import shutil
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skip-ingest", action="store_true", help="do not run the ingestion block")
     parser.add_argument("--skip-reads", action="store_true", help="do not seed or time read routes")
     parser.add_argument("--skip-dashboard", action="store_true", help="do not time dashboard pages")
+    parser.add_argument(
+        "--scale-sizes",
+        type=_sizes,
+        default=[10_000_000, 100_000_000],
+        help="event counts for the scale block (default 10M and 100M)",
+    )
+    parser.add_argument(
+        "--scale-data-dir",
+        type=Path,
+        action="append",
+        metavar="DATA_DIR",
+        help="run the scale block on this seeded data dir instead of seeding (repeatable)",
+    )
+    parser.add_argument("--scale-runs", type=int, default=3, help="fresh-window requests per route in the scale block")
+    parser.add_argument("--skip-scale", action="store_true", help="do not run the scale block")
     parser.add_argument("--quick", action="store_true", help="smoke run: 100k events, 3 runs, 5 s ingestion")
     parser.add_argument("--fresh", action="store_true", help="drop blocks of previous runs from results.json")
     parser.add_argument("--work-dir", type=Path, default=ROOT / "bench" / "data", help="scratch data (git-ignored)")
@@ -133,6 +154,50 @@ def _dashboard_only(args: argparse.Namespace, results: dict[str, Any], command: 
     return 0
 
 
+def _scale_reuses(args: argparse.Namespace, size: int) -> bool:
+    """Whether the scale block will use the reads block's data dir of ``size`` (so it must not be deleted yet)."""
+    return not args.skip_scale and not args.scale_data_dir and size in args.scale_sizes
+
+
+def _scale(args: argparse.Namespace, results: dict[str, Any], command: str, work: Path, reads_kept: set[int]) -> None:
+    """The scale block: each size's data dir (given, kept from the reads block, or seeded here) on both stores."""
+    from bench.accounts import create_account
+    from bench.reads import seed_events
+    from bench.scale import run_scale
+
+    runs: list[tuple[Path, bool, int | None]] = []  # data dir, whether this block seeds it, events to seed
+    if args.scale_data_dir:
+        runs = [(path.resolve(), False, None) for path in args.scale_data_dir]
+    else:
+        for size in args.scale_sizes:
+            kept = work / f"reads-{size}"
+            if size in reads_kept and kept.exists():
+                runs.append((kept, False, None))
+            else:
+                runs.append((work / f"scale-{size}", True, size))
+    for data_dir, seeds, size in runs:
+        record = _run_record(command)
+        seeding = None
+        if seeds:
+            assert size is not None
+            _log(f"scale: seeding {size:,} events")
+            shutil.rmtree(data_dir, ignore_errors=True)
+            account = create_account(data_dir)
+            now = datetime.now(UTC).replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
+            seeding = seed_events(account, size, now)
+            _log(f"  {seeding['seconds']:.0f} s ({seeding['events_per_s']:,.0f} events/s)")
+        _log(f"scale: {data_dir}")
+        entry = run_scale(data_dir, work, args.scale_runs, _log)
+        if seeding is not None:
+            entry["seeding"] = seeding
+        record["load_after"] = _loadavg()
+        results.setdefault("scale", {})[str(entry["events"])] = entry
+        results["runs"][f"scale {entry['events']:,}"] = record
+        _save(results, args)
+        if not args.keep_data and not args.scale_data_dir:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the selected blocks; write results after each block so a long run keeps what it measured."""
     args = build_parser().parse_args(argv)
@@ -147,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.sizes, args.runs, args.warmups = [100_000], 3, 1
         args.ingest_seconds, args.dashboard_runs = 5.0, 2
+        args.scale_sizes, args.scale_runs = [100_000], 2
     results["machine"] = machine_info()
     results.setdefault("runs", {})
     results.setdefault("reads", {})
@@ -202,9 +268,12 @@ def main(argv: list[str] | None = None) -> int:
             if with_server is not None:
                 results["runs"].pop("dashboard", None)  # the dashboard figures now come from this block
             _save(results, args)
-            if not args.keep_data:
+            if not args.keep_data and not _scale_reuses(args, size):
                 shutil.rmtree(work / f"reads-{size}", ignore_errors=True)
         ch.close()
+
+    if not args.skip_scale:
+        _scale(args, results, command, work, reads_kept={s for s in args.sizes if not args.skip_reads})
 
     _save(results, args)
     _log(f"done in {time.perf_counter() - started:.0f} s: wrote {args.markdown} and {args.results}")

@@ -220,12 +220,19 @@ def run_reads(
 def start_clickhouse_store(
     data_dir: Path, events_file: Path, work_dir: Path, size: int
 ) -> tuple[ServerProcess, dict[str, Any]]:
-    """A second ``sitelens serve`` on the same metadata and events, its events in a ClickHouse store (chdb).
+    """A second ``sitelens serve`` on the same metadata and events, its events in a ClickHouse store (chdb)."""
+    ch_dir, url, seconds = prepare_clickhouse_store(data_dir, events_file, work_dir / f"reads-{size}-clickhouse")
+    server = ServerProcess(ch_dir, env={"SITELENS_EVENTS_URL": url}).start(timeout=300)
+    return server, {"seconds": seconds, "url": "chdb://<data dir>/chdb"}
+
+
+def prepare_clickhouse_store(data_dir: Path, events_file: Path, ch_dir: Path) -> tuple[Path, str, float]:
+    """A data dir ``ch_dir`` with ``data_dir``'s metadata whose events live in a ClickHouse store (chdb).
 
     The metadata database and secret are copied (so ids, keys and goals are the same), the events come from a copy
-    of the DuckDB file through ``sitelens migrate-events``, and the server runs with ``SITELENS_EVENTS_URL=chdb://``.
+    of ``events_file`` (a DuckDB file no process holds) through ``sitelens migrate-events``. Returns the dir, the
+    ``SITELENS_EVENTS_URL`` to serve it with, and the seconds the copy took.
     """
-    ch_dir = work_dir / f"reads-{size}-clickhouse"
     shutil.rmtree(ch_dir, ignore_errors=True)
     ch_dir.mkdir(parents=True)
     shutil.copyfile(data_dir / "secret.key", ch_dir / "secret.key")
@@ -245,8 +252,7 @@ def start_clickhouse_store(
     )
     seconds = time.perf_counter() - started
     (ch_dir / "events.duckdb").unlink()
-    server = ServerProcess(ch_dir, env={"SITELENS_EVENTS_URL": url}).start(timeout=300)
-    return server, {"seconds": seconds, "url": "chdb://<data dir>/chdb"}
+    return ch_dir, url, seconds
 
 
 def _measure(query: Any, ctx: ReadContext, runs: int, warmups: int, budget: float) -> dict[str, Any]:

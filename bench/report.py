@@ -175,6 +175,7 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                     goals["cached"]["median"] < 0.3,
                 )
             )
+    out += _scale_targets(results.get("scale") or {})
     peaks = []
     if ing:
         peaks += list(ing["peak_rss_bytes"].values())
@@ -183,6 +184,137 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     if peaks:
         out.append(("server peak RSS < 1.5 GB (every block)", _mb(max(peaks)), max(peaks) < 1.5 * 2**30))
     return out
+
+
+_STORES = {"duckdb": "DuckDB store", "clickhouse": "ClickHouse store"}
+
+
+def _size(events: int) -> str:
+    """100M, 10M, 100k: an event count as a column heading."""
+    return f"{events / 1e6:,.0f}M" if events >= 1_000_000 else f"{events / 1e3:,.0f}k"
+
+
+def _uncached(block: dict[str, Any], store: str) -> dict[str, float | None]:
+    """Per route, the uncached median in seconds (``None`` when no request of the route was answered)."""
+    routes = (block.get(store) or {}).get("routes") or {}
+    return {name: (r["median_ms"] / 1000 if "median_ms" in r else None) for name, r in routes.items()}
+
+
+def _growth(scale: dict[str, Any], store: str) -> tuple[int, int, dict[str, float]] | None:
+    """(smaller, larger, route -> uncached time ratio) between the two largest sizes measured on ``store``."""
+    sizes = sorted((int(k) for k, b in scale.items() if b.get(store)), reverse=True)
+    if len(sizes) < 2:
+        return None
+    big, small = _uncached(scale[str(sizes[0])], store), _uncached(scale[str(sizes[1])], store)
+    ratios = {name: t / s for name, t in big.items() if t and (s := small.get(name))}
+    return sizes[1], sizes[0], ratios
+
+
+def _scale_targets(scale: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    """Issue 13's targets on the scale block: uncached routes at 10M and 100M, growth, memory and seeding."""
+    out: list[tuple[str, str, bool | None]] = []
+    for key in sorted(scale, key=int):
+        block = scale[key]
+        events = block["events"]
+        limit = 0.3 if events <= 10_000_000 else 2.0
+        for store, label in _STORES.items():
+            times = _uncached(block, store)
+            if not times:
+                continue
+            failed = sorted(name for name, t in times.items() if t is None)
+            over = [f"{name} {_ms(t)} ms" for name, t in times.items() if t is not None and t >= limit]
+            slowest = max((name for name in times if times[name] is not None), key=lambda n: times[n] or 0, default="")
+            measured = f"slowest: {slowest} {_ms(times[slowest])} ms" if slowest else "no route answered"
+            if over:
+                measured += f"; over: {', '.join(over)}"
+            if failed:
+                measured += f"; not answered: {', '.join(failed)}"
+            out.append(
+                (
+                    f"every read route uncached p50 < {_ms(limit)} ms through the API, {label} ({events:,} events)",
+                    measured,
+                    not over and not failed,
+                )
+            )
+    for store, label in _STORES.items():
+        growth = _growth(scale, store)
+        if growth:
+            small, big, ratios = growth
+            worst = max(ratios, key=lambda n: ratios[n])
+            out.append(
+                (
+                    f"uncached growth {_size(small)} -> {_size(big)} events no worse than "
+                    f"{big / small:.0f} x on every route, {label}",
+                    f"worst: {worst} {ratios[worst]:.1f} x; best: {min(ratios.values()):.1f} x",
+                    ratios[worst] <= big / small,
+                )
+            )
+    if scale:
+        largest = scale[max(scale, key=int)]
+        if largest["events"] >= 100_000_000:
+            peaks = [b["peak_rss_bytes"] for b in (largest.get(s) for s in _STORES) if b and b.get("peak_rss_bytes")]
+            if peaks:
+                out.append(
+                    (
+                        f"server peak RSS < 2 GB ({largest['events']:,} events, both stores)",
+                        _mb(max(peaks)),
+                        max(peaks) < 2 * 2**30,
+                    )
+                )
+            seeding = largest.get("seeding")
+            if seeding:
+                out.append(
+                    (
+                        f"seeding {largest['events']:,} events < 10 minutes",
+                        f"{seeding['seconds'] / 60:.1f} min, DuckDB file {_mb(largest['duckdb_file_bytes'])}",
+                        seeding["seconds"] < 600,
+                    )
+                )
+    return out
+
+
+def _scale(scale: dict[str, Any]) -> list[str]:
+    """The scale block: one row per route, each size and store uncached and cached, and the growth."""
+    sizes = sorted(scale, key=int)
+    stores = [s for s in _STORES if any(scale[k].get(s) for k in sizes)]
+    head = [f"{_STORES[s]} {_size(int(k))}: uncached, cached" for k in sizes for s in stores]
+    growths = {s: g for s in stores if (g := _growth(scale, s))}
+    head += [f"growth {_size(small)} -> {_size(big)}, {_STORES[s]}" for s, (small, big, _) in growths.items()]
+    lines = ["| route | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
+    names: list[str] = []
+    for k in sizes:
+        for s in stores:
+            names += [n for n in ((scale[k].get(s) or {}).get("routes") or {}) if n not in names]
+    for name in names:
+        cells = []
+        for k in sizes:
+            for s in stores:
+                r = ((scale[k].get(s) or {}).get("routes") or {}).get(name)
+                if not r:
+                    cells.append("-")
+                elif "median_ms" not in r:
+                    cells.append("not answered: " + "; ".join(r.get("failures", []))[:120].replace("|", "/"))
+                else:
+                    cached = f"{_ms(r['cached_ms'] / 1000)}" if "cached_ms" in r else "-"
+                    failed = f" ({len(r['failures'])} not answered)" if r.get("failures") else ""
+                    cells.append(f"{_ms(r['median_ms'] / 1000)}, {cached}{failed}")
+        for _, _, ratios in growths.values():
+            cells.append(f"{ratios[name]:.1f} x" if name in ratios else "-")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for k in sizes:
+        b = scale[k]
+        facts = [f"DuckDB file {_mb(b['duckdb_file_bytes'])}"]
+        if b.get("seeding"):
+            sd = b["seeding"]
+            facts.append(f"seeded in {sd['seconds']:,.0f} s ({sd['events_per_s']:,.0f} events/s)")
+        if b.get("clickhouse_store_load"):
+            facts.append(f"copied into the ClickHouse store in {b['clickhouse_store_load']['seconds']:,.0f} s")
+        for s in stores:
+            if (b.get(s) or {}).get("peak_rss_bytes"):
+                facts.append(f"{_STORES[s]} server peak RSS {_mb(b[s]['peak_rss_bytes'])}")
+        lines.append(f"- {b['events']:,} events: " + ", ".join(facts) + ".")
+    return lines
 
 
 def _ingestion(ing: dict[str, Any]) -> list[str]:
@@ -389,6 +521,25 @@ def render_markdown(results: dict[str, Any]) -> str:
                 ]
         for note in d.get("notes", []):
             lines += ["", f"- {note}"]
+
+    scale = results.get("scale") or {}
+    if scale:
+        runs = {int(b["duckdb"]["runs"]) for b in scale.values() if b.get("duckdb")}
+        lines += [
+            "",
+            "## Every read route uncached, at scale, on both stores",
+            "",
+            "Each route through the API (HTTP, API key) of a `sitelens serve` on the seeded data dir, asked "
+            f"{'/'.join(str(r) for r in sorted(runs))} times, each time for a window no request asked for before "
+            "(its start one more day before the seeded data: the same numbers, but the result cache has no answer), "
+            "so the figure is the route's own queries, what a site owner waits for on a live window; median ms. "
+            "Cached = the last window asked once more (answered from the result cache after one count). The "
+            "ClickHouse store is a second server whose events were copied from the same file by "
+            "`sitelens migrate-events` into embedded chdb. Growth divides the larger size's uncached time by the "
+            "smaller's.",
+            "",
+        ]
+        lines += _scale(scale)
 
     rw = results.get("rewrites")
     if rw and rw.get("cases"):

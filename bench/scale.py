@@ -1,20 +1,23 @@
-"""Every read route's own cost on a kept data dir, through the API, and the server's peak memory:
+"""Every read route's own cost on a seeded data dir, through the API, on both event stores, and the server's memory:
 
     python -m bench.scale --data-dir <dir seeded by `python -m bench --keep-data` or `sitelens seed`> [--runs 3]
 
 Starts ``sitelens serve`` on the dir (its configuration, DuckDB memory limit included), creates the benchmark goals
 if the site has none, then asks each read route ``--runs`` times, each time for a window no request asked for
 before (its start moved one more day before the seeded data, as the dashboard block does: same numbers, but the
-result cache has no answer). So each figure is the route's own queries plus the HTTP round trip, the cost a site
-owner waits for on a live window. Prints one JSON object (per route: median and best ms of the answered requests
-and the status and time of any that failed; the server's peak RSS);
-the figures are copied by hand into ``bench/analysis.md``. The 10M and 100M rows of that analysis come from here.
+result cache has no answer), and once more for the last window (answered from the result cache). So each uncached
+figure is the route's own queries plus the HTTP round trip, the cost a site owner waits for on a live window.
+Then the same on a copy of the events in a ClickHouse store (chdb, ``sitelens migrate-events``) unless
+``--duckdb-only``. Prints one JSON object (per store and route: median and best ms of the answered requests, the
+cached answer's ms, and the status and time of any that failed; each server's peak RSS). ``python -m bench`` runs
+this as its scale block (``--scale-sizes``) and renders it in ``BENCHMARKS.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -22,13 +25,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 
+from api_backend.settings import load_settings
 from bench.accounts import BenchAccount
 from bench.dashboard import _window
 from bench.profile import _api_key
 from bench.queries import BENCH_GOALS, FUNNEL_STEPS
-from bench.reads import _create_goals
+from bench.reads import _create_goals, prepare_clickhouse_store
 from bench.server import ServerProcess
 
 __all__ = ["main"]
@@ -68,13 +73,16 @@ def _log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def measure(data_dir: Path, runs: int, log: Callable[[str], None] = _log) -> dict[str, Any]:
-    """Time every route ``runs`` times on fresh windows against a server on ``data_dir``."""
+def measure(
+    data_dir: Path, runs: int, log: Callable[[str], None] = _log, *, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Time every route ``runs`` times on fresh windows and once cached against a server on ``data_dir``."""
     key, site = _api_key(data_dir)
     result: dict[str, Any] = {"runs": runs, "routes": {}}
-    with ServerProcess(data_dir) as server:
+    server = ServerProcess(data_dir, env=env).start(timeout=900)  # a large file may be upgraded at its first open
+    try:
         account = BenchAccount(data_dir, "", key, "", site, "")
-        client = httpx.Client(base_url=server.api_url, headers=account.headers, timeout=900)
+        client = httpx.Client(base_url=server.api_url, headers=account.headers, timeout=1800)
         listed = client.get(f"/sites/{site}/goals", params={"limit": 100}).json()["data"]
         if not listed:
             _create_goals(client, site)
@@ -87,27 +95,63 @@ def measure(data_dir: Path, runs: int, log: Callable[[str], None] = _log) -> dic
         assert server.sampler is not None
         server.sampler.reset()
         for name, request in _routes(site, goals, org, error).items():
-            times = []
+            times: list[float] = []
             failures: list[str] = []
+            window = next(windows)
             for _ in range(runs):
                 window = next(windows)
-                started = time.perf_counter()
-                response = request(client, window)
-                elapsed = time.perf_counter() - started
-                if response.status_code == 200:
+                elapsed, failure = _timed(request, client, window)
+                if failure is None:
                     times.append(elapsed)
                 else:  # an answer the route could not give (a 503 at the memory limit): recorded, not timed
-                    failures.append(f"{response.status_code} after {elapsed:.1f} s: {response.text[:200]}")
+                    failures.append(failure)
             entry: dict[str, Any] = {"failures": failures} if failures else {}
             if times:
                 entry |= {"median_ms": round(statistics.median(times) * 1000, 1), "min_ms": round(min(times) * 1000, 1)}
+                cached, failure = _timed(request, client, window)  # the same question again
+                if failure is None:
+                    entry["cached_ms"] = round(cached * 1000, 1)
             result["routes"][name] = entry
             log(
                 f"  {name}: "
-                + (f"{entry['median_ms']:,.0f} ms" if times else "")
+                + (f"{entry['median_ms']:,.0f} ms, cached {entry.get('cached_ms', 0):,.0f} ms" if times else "")
                 + (f" {failures}" if failures else "")
             )
         result["peak_rss_bytes"] = server.sampler.peak
+        client.close()
+    finally:
+        server.stop()
+    return result
+
+
+def _timed(request: Request, client: httpx.Client, window: dict[str, str]) -> tuple[float, str | None]:
+    started = time.perf_counter()
+    response = request(client, window)
+    elapsed = time.perf_counter() - started
+    if response.status_code == 200:
+        return elapsed, None
+    return elapsed, f"{response.status_code} after {elapsed:.1f} s: {response.text[:200]}"
+
+
+def run_scale(
+    data_dir: Path, work_dir: Path, runs: int, log: Callable[[str], None] = _log, *, clickhouse: bool = True
+) -> dict[str, Any]:
+    """Both stores on the events of ``data_dir``: its own DuckDB store, then a ClickHouse store copied from it."""
+    events_file = Path(load_settings({}, data_dir=str(data_dir)).events_path)
+    with duckdb.connect(str(events_file), read_only=True) as con:
+        (events,) = con.execute("SELECT count(*) FROM events").fetchone() or (0,)
+    result: dict[str, Any] = {"events": int(events), "duckdb_file_bytes": events_file.stat().st_size}
+    log(f"  DuckDB store, {int(events):,} events")
+    result["duckdb"] = measure(data_dir, runs, log)
+    if clickhouse:
+        log("  copying the events into a ClickHouse store (`sitelens migrate-events`)")
+        ch_dir, url, seconds = prepare_clickhouse_store(data_dir, events_file, work_dir / f"{data_dir.name}-clickhouse")
+        result["clickhouse_store_load"] = {"seconds": seconds}
+        log(f"    {seconds:.0f} s; ClickHouse store")
+        try:
+            result["clickhouse"] = measure(ch_dir, runs, log, env={"SITELENS_EVENTS_URL": url})
+        finally:
+            shutil.rmtree(ch_dir, ignore_errors=True)
     return result
 
 
@@ -115,8 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True, help="a seeded data dir")
     parser.add_argument("--runs", type=int, default=3, help="fresh-window requests per route (default 3)")
+    parser.add_argument("--duckdb-only", action="store_true", help="skip the ClickHouse store")
+    parser.add_argument("--work-dir", type=Path, default=Path("bench/data"), help="where the ClickHouse copy goes")
     args = parser.parse_args(argv)
-    print(json.dumps(measure(args.data_dir.resolve(), args.runs), indent=2))
+    result = run_scale(args.data_dir.resolve(), args.work_dir.resolve(), args.runs, clickhouse=not args.duckdb_only)
+    print(json.dumps(result, indent=2))
     return 0
 
 
