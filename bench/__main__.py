@@ -116,7 +116,9 @@ def _commit() -> str:
 
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+        # The run's own output (written after each block) does not count as a change to the measured code.
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":!BENCHMARKS.md", ":!bench/results.json"], cwd=ROOT, capture_output=True,
                                text=True)  # fmt: skip
     except OSError:
         return "unknown"
