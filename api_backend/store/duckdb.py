@@ -73,8 +73,9 @@ def _refuse_cut_short(con: duckdb.DuckDBPyConnection, path: str) -> None:
 
 # Events wait in ``sessions_pending`` until this many have gathered, then are folded into ``sessions`` at once:
 # folding costs about 45 ms whatever the batch's size plus about 6 us per event, so folding every small commit
-# (a tenth of a second of single events) would cost most of a core; 20,000 events fold in about 170 ms.
-FOLD_ROWS = 20_000
+# (a tenth of a second of single events) would cost a large share of a core. A larger fold takes longer on both
+# cores at once: at 20,000 the single-event p99 rose from 27 to 149 ms; 5,000 fold in about 90 ms.
+FOLD_ROWS = 5_000
 # A read that names the ``sessions`` table folds the pending events first, so it sees every stored event.
 _READS_SESSIONS = re.compile(r"\b(?:FROM|JOIN)\s+sessions\b", re.IGNORECASE)
 
