@@ -95,7 +95,7 @@ def rows_to_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     columns = []
     for name, _ in EVENT_COLUMNS:
         default = _DEFAULTS[name]
-        columns.append([row.get(name, default) if row.get(name) is not None else default for row in rows])
+        columns.append([default if (value := row.get(name)) is None else value for row in rows])
     return pa.Table.from_arrays(
         [pa.array(col, type=field.type) for col, field in zip(columns, EVENT_SCHEMA, strict=True)],
         schema=EVENT_SCHEMA,
