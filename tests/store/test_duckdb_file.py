@@ -1,12 +1,15 @@
-"""The DuckDB event file at open: a file cut short is refused, a file DuckDB itself shortened is not."""
+"""The DuckDB event file: a file cut short is refused at open, a file DuckDB itself shortened is not, and the
+write-ahead log does not grow without bound."""
 
 from __future__ import annotations
 
 import random
+from datetime import datetime
 
 import duckdb
 import pytest
 
+from api_backend.store import duckdb as duckdb_module
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 from tests.store.test_session_facts import random_events
@@ -51,3 +54,26 @@ def test_duckdbfile002_a_file_missing_blocks_in_use_is_refused_at_open(tmp_path)
 
     with pytest.raises(duckdb.IOException, match="cut short"):
         DuckDBEventStore(path)
+
+
+def test_duckdbfile003_a_write_ahead_log_past_the_limit_is_moved_into_the_file(tmp_path, monkeypatch):
+    """The store checkpoints itself, also while a read holds a snapshot, and the events stay readable."""
+    monkeypatch.setattr(duckdb_module, "CHECKPOINT_WAL_BYTES", 64 * 1024)
+    path = tmp_path / "events.duckdb"
+    wal = tmp_path / "events.duckdb.wal"
+    store = DuckDBEventStore(path)
+    rows = [{"site_id": 1, "session_id": f"s{i % 40}", "timestamp": datetime(2026, 1, 1, 0, i % 60), "type": "pageview",
+             "pathname": f"/page/{i}"} for i in range(3000)]  # fmt: skip
+    store.append(rows_to_table(rows[:1000]))
+    assert not wal.exists() or wal.stat().st_size <= 64 * 1024
+    with store._reading("SELECT count(*) FROM sessions") as cur:
+        before = cur.execute("SELECT count(*) FROM events").fetchall()
+        store.append(rows_to_table(rows[1000:2000]))
+        assert cur.execute("SELECT count(*) FROM events").fetchall() == before == [(1000,)]
+    store.append(rows_to_table(rows[2000:]))
+    assert not wal.exists() or wal.stat().st_size <= 64 * 1024
+    assert store.query("SELECT sum(events) FROM sessions") == [(3000,)]
+    store.close()
+    reopened = DuckDBEventStore(path)
+    assert reopened.count() == 3000
+    reopened.close()
