@@ -76,8 +76,8 @@ def _refuse_cut_short(con: duckdb.DuckDBPyConnection, path: str) -> None:
 
 # Events wait in ``sessions_pending`` until this many have gathered, then are folded into ``sessions`` at once:
 # folding costs about 45 ms whatever the batch's size plus about 6 us per event, so folding every small commit
-# (a tenth of a second of single events) would cost a large share of a core. A larger fold takes longer on both
-# cores at once: at 20,000 the single-event p99 rose from 27 to 149 ms; 5,000 fold in about 90 ms.
+# (a tenth of a second of single events) would cost a large share of a core; 5,000 events fold in about 90 ms, short
+# enough for a read that has to fold them first.
 FOLD_ROWS = 5_000
 # DuckDB's automatic checkpoint did not run under the server's commits: the write-ahead log grew to 824 MB in 40 s of
 # ingestion while the database file stayed empty, so a restart would replay all of it. The store checkpoints itself

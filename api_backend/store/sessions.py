@@ -20,8 +20,8 @@ queries cannot disagree.
 DuckDB folds events into the table in the transaction that stores them, or, for small commits, gathers them in
 ``sessions_pending`` and folds them once enough have gathered or a read needs the table (``store/duckdb.py``): the
 batch's sessions are matched on ``(site_id, session_id)``, the stored ones updated and the new ones inserted
-(``build_sessions_upsert``). (No primary
-key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times slower, see ``bench/analysis.md``.)
+(``build_sessions_upsert``). (No primary key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times
+slower, see ``bench/analysis.md``.)
 ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``).
 """
 
