@@ -97,7 +97,6 @@ def measure(
         for name, request in _routes(site, goals, org, error).items():
             times: list[float] = []
             failures: list[str] = []
-            window = next(windows)
             for _ in range(runs):
                 window = next(windows)
                 elapsed, failure = _timed(request, client, window)

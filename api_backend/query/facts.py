@@ -37,9 +37,9 @@ __all__ = [
     "fact_column",
     "facts_answer",
     "qualifying_sessions",
+    "session_aggregates",
     "session_ends",
     "since_first_stored_event",
-    "session_aggregates",
     "whole_sessions",
 ]
 
