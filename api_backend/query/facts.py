@@ -33,6 +33,7 @@ from api_backend.query.window import Window
 
 __all__ = [
     "FIRST_SET_PARAMETERS",
+    "PATHNAMES",
     "edge_sessions",
     "fact_column",
     "facts_answer",
@@ -73,6 +74,8 @@ _COLUMN = {name: name for name in FIRST_SET_PARAMETERS} | {
 }
 
 _PAGEVIEW = "type = 'pageview'"
+# The distinct paths of a session's pageviews (the ``sessions`` column ``pathnames``; empty without pageviews).
+PATHNAMES = f"coalesce(list(DISTINCT pathname) FILTER (WHERE {_PAGEVIEW}), CAST([] AS VARCHAR[]))"
 
 
 def session_aggregates(d: Dialect, p: Params) -> list[tuple[str, str]]:

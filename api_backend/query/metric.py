@@ -9,12 +9,14 @@ events carried.
 
 Where the engine keeps per-session facts (``facts.py``), a session-level parameter reads the whole sessions' values
 from the ``sessions`` table and groups only the sessions crossing the window's edges from events;
-``build_metric_events_query`` groups every in-window event, and both give the same rows. The other parameters
-count the distinct (session, value) pairs of the events; with the table they pair a 64-bit hash of the session id
-instead of the id (a fixed-width key: half the time and memory of the string at 10M events), and the qualifying
-sessions and their total come from the table. That count is exact only while no two of the window's sessions share
-a hash, so the query also returns ``key_collisions`` (sessions minus distinct hashes over the qualifying sessions)
-and ``needs_exact_rerun`` tells the caller to run ``build_metric_events_query`` instead in that (rare) case.
+``build_metric_events_query`` groups every in-window event, and both give the same rows. ``pathname`` reads the
+whole sessions' lists of distinct paths (``pathnames``) the same way, so no (session, path) pair is grouped. The
+other parameters count the distinct (session, value) pairs of the events; with the table they pair a 64-bit hash
+of the session id instead of the id (a fixed-width key: half the time and memory of the string at 10M events), and
+the qualifying sessions and their total come from the table. That count is exact only while no two of the window's
+sessions share a hash, so the query also returns ``key_collisions`` (sessions minus distinct hashes over the
+qualifying sessions) and ``needs_exact_rerun`` tells the caller to run ``build_metric_events_query`` instead in that
+(rare) case.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from __future__ import annotations
 from typing import Any
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import edge_sessions, fact_column, facts_answer, qualifying_sessions, whole_sessions
+from api_backend.query.facts import (
+    PATHNAMES,
+    edge_sessions,
+    fact_column,
+    facts_answer,
+    qualifying_sessions,
+    whole_sessions,
+)
 from api_backend.query.filters import PROP_PREFIX, SESSION_PARAMETERS, session_value
 from api_backend.query.scope import Scope, opening, session_groups, window_condition
 from api_backend.query.sql import Params, Query
@@ -89,6 +98,13 @@ def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: 
     return _metric_query(scope, parameter, limit, offset, d, facts=False)
 
 
+def _session_pathnames(scope: Scope, d: Dialect, p: Params) -> str:
+    """``SELECT paths``: one row per qualifying session with the distinct paths of its in-window pageviews."""
+    whole = whole_sessions(scope, "pathnames AS paths", d, p)
+    edge = edge_sessions(scope, f", {PATHNAMES} AS paths", d, p)
+    return f"{whole} UNION ALL SELECT paths FROM ({edge}) AS edge"
+
+
 def _keyed_opening(scope: Scope, d: Dialect, p: Params) -> str:
     """``WITH ks (the qualifying sessions' count and key collisions, from the table), fe (their in-window events),``.
 
@@ -107,11 +123,12 @@ def _keyed_opening(scope: Scope, d: Dialect, p: Params) -> str:
 
 def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect, *, facts: bool) -> Query:
     p = Params()
-    keyed = facts and parameter not in SESSION_PARAMETERS
+    listed = facts and parameter == "pathname"
+    keyed = facts and not listed and parameter not in SESSION_PARAMETERS
     if keyed:
         start = _keyed_opening(scope, d, p)
     else:
-        start = opening(scope, d, p, rows_needed=parameter not in SESSION_PARAMETERS)
+        start = opening(scope, d, p, rows_needed=not listed and parameter not in SESSION_PARAMETERS)
     key = d.hash64("session_id") if keyed else "session_id"
     keep = "" if keeps_empty_value(parameter) else "WHERE value <> ''"
     per = ""
@@ -125,6 +142,13 @@ def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dial
             f"SELECT event_name AS value, count(*) AS count, count(DISTINCT {key}) AS sessions, "
             "NULL AS pageviews, NULL AS bounce_rate "
             "FROM fe WHERE type = 'custom_event' AND event_name <> '' GROUP BY event_name"
+        )
+    elif listed:
+        per = d.cte("per", _session_pathnames(scope, d, p), materialized=True) + ",\n"
+        total_sessions = "SELECT count(*) FROM per"
+        agg = (
+            "SELECT value, count(*) AS count, count(*) AS sessions, NULL AS pageviews, NULL AS bounce_rate "
+            f"FROM (SELECT unnest(paths) AS value FROM per) AS sv {keep} GROUP BY value"
         )
     elif parameter in SESSION_PARAMETERS:
         # One value per session: its pageviews and bounce come along in the same (single) pass.

@@ -23,8 +23,9 @@ from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedE
 from api_backend.store.sessions import (
     SESSIONS_DDL,
     build_sessions_fill,
-    build_sessions_rekey,
+    build_sessions_upgrade,
     build_sessions_upsert,
+    upgrade_columns,
 )
 
 __all__ = ["DuckDBEventStore"]
@@ -131,20 +132,22 @@ class DuckDBEventStore:
             "AND schema_name = 'main' AND table_name = 'sessions'"
         ).fetchone() or (0,)
         if exists:
-            self._add_session_key()
+            self._add_session_columns()
             return
         # The fill covers every stored event, so none is left pending.
         self._in_one_transaction([Query(SESSIONS_DDL), build_sessions_fill(), Query("DELETE FROM sessions_pending")])
 
-    def _add_session_key(self) -> None:
-        """A ``sessions`` table from before ``session_key`` gets the column, filled for every stored session."""
-        (present,) = self._con.execute(
-            "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() "
-            "AND schema_name = 'main' AND table_name = 'sessions' AND column_name = 'session_key'"
-        ).fetchone() or (0,)
-        if present:
-            return
-        self._in_one_transaction(build_sessions_rekey())
+    def _add_session_columns(self) -> None:
+        """A ``sessions`` table from an earlier version gets the columns added since, filled for every session."""
+        present = {
+            name
+            for (name,) in self._con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+                "AND schema_name = 'main' AND table_name = 'sessions'"
+            ).fetchall()
+        }
+        if not set(upgrade_columns()) <= present:
+            self._in_one_transaction(build_sessions_upgrade(present))
 
     def _in_one_transaction(self, statements: list[Query], *, incoming: pa.Table | None = None) -> None:
         """Run ``statements`` in one transaction: all of them take effect or none does.

@@ -12,6 +12,8 @@ two partial rows of the same session can be combined into (a later batch may bri
   (``filters.session_channel``);
 - for each parameter of ``FIRST_SET_PARAMETERS``: its first non-empty value (``<name>``) and that event's time
   (``<name>_at``), exactly what a session-level filter compares (``filters.session_value``);
+- ``pathnames``: the distinct paths of its pageviews (the pages it counts in by pathname, the path goals it
+  completed);
 - ``session_key``: 64 bits of the id's MD5 (stable across engine versions, unlike ``hash``), the narrow column a
   batch finds its stored sessions by; the id itself is compared only where the key matches.
 
@@ -28,10 +30,17 @@ ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (`
 from __future__ import annotations
 
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.facts import FIRST_SET_PARAMETERS, session_aggregates
+from api_backend.query.facts import FIRST_SET_PARAMETERS, PATHNAMES, session_aggregates
 from api_backend.query.sql import Params, Query
 
-__all__ = ["SESSIONS_DDL", "SESSION_KEY", "build_sessions_fill", "build_sessions_rekey", "build_sessions_upsert"]
+__all__ = [
+    "SESSIONS_DDL",
+    "SESSION_KEY",
+    "build_sessions_fill",
+    "build_sessions_upgrade",
+    "build_sessions_upsert",
+    "upgrade_columns",
+]
 
 _FIRST_SET_COLUMNS = "".join(f",\n  {name} VARCHAR NOT NULL, {name}_at TIMESTAMP" for name in FIRST_SET_PARAMETERS)
 _COLUMNS = f"""(
@@ -46,7 +55,8 @@ _COLUMNS = f"""(
   entry_page VARCHAR NOT NULL, entry_at TIMESTAMP,
   exit_page VARCHAR NOT NULL, exit_at TIMESTAMP,
   channel VARCHAR NOT NULL, channel_key BIGINT NOT NULL{_FIRST_SET_COLUMNS},
-  session_key UBIGINT NOT NULL
+  session_key UBIGINT NOT NULL,
+  pathnames VARCHAR[] NOT NULL
 )"""
 SESSIONS_DDL = f"CREATE TABLE IF NOT EXISTS sessions {_COLUMNS}"
 # The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_rekey``).
@@ -56,7 +66,7 @@ SESSION_KEY = "md5_number_lower(session_id)"
 def _grouped(source: str, p: Params) -> str:
     select = ",\n  ".join(f"{agg} AS {name}" for name, agg in session_aggregates(DUCKDB, p))
     return (
-        f"SELECT site_id, session_id,\n  {select},\n  {SESSION_KEY} AS session_key\n"
+        f"SELECT site_id, session_id,\n  {select},\n  {SESSION_KEY} AS session_key,\n  {PATHNAMES} AS pathnames\n"
         f"FROM {source} GROUP BY site_id, session_id"
     )
 
@@ -95,6 +105,7 @@ def build_sessions_upsert(source: str) -> list[Query]:
         "events = sessions.events + b.events",
         *_later("user_value", "user_key"),
         "users = list_distinct(list_concat(sessions.users, b.users))",
+        "pathnames = list_distinct(list_concat(sessions.pathnames, b.pathnames))",
         *_earlier("entry_page", "entry_at"),
         *_later("exit_page", "exit_at"),
         *_earlier("channel", "channel_key"),
@@ -130,18 +141,41 @@ def build_sessions_upsert(source: str) -> list[Query]:
     ]
 
 
-def build_sessions_rekey() -> list[Query]:
-    """Statements giving a ``sessions`` table from before ``session_key`` the column (one transaction).
+# Columns added after the table first shipped, in the table's order.
+_ADDED = ("session_key", "pathnames")
+# Every stored session's paths, for a table from before ``pathnames``. They come from every stored event, pending
+# ones included: their later fold adds paths already listed, which ``list_distinct`` keeps once.
+_STORED_PATHNAMES = (
+    "LEFT JOIN (SELECT site_id, session_id, list(DISTINCT pathname) AS pathnames FROM events "
+    "WHERE type = 'pageview' GROUP BY site_id, session_id) AS stored USING (site_id, session_id)"
+)
 
-    The table is copied with the keys added rather than altered: DuckDB cannot make an added column NOT NULL
+
+def upgrade_columns() -> tuple[str, ...]:
+    """The ``sessions`` columns a table from an earlier version may lack (``build_sessions_upgrade`` adds them)."""
+    return _ADDED
+
+
+def build_sessions_upgrade(present: set[str]) -> list[Query]:
+    """Statements giving a ``sessions`` table that has the columns ``present`` the ones it lacks (one transaction).
+
+    The table is copied with the columns added rather than altered: DuckDB cannot make an added column NOT NULL
     while the update that filled it is outstanding.
     """
+    fills = {"session_key": SESSION_KEY, "pathnames": "coalesce(stored.pathnames, CAST([] AS VARCHAR[]))"}
+    columns = [f"sessions.{name}" for name in _column_names() if name not in _ADDED]
+    columns += [f"sessions.{name}" if name in present else f"{fills[name]} AS {name}" for name in _ADDED]
+    join = "" if "pathnames" in present else f" {_STORED_PATHNAMES}"
     return [
-        Query(f"CREATE TABLE sessions_keyed {_COLUMNS}"),
-        Query(f"INSERT INTO sessions_keyed SELECT *, {SESSION_KEY} FROM sessions"),
+        Query(f"CREATE TABLE sessions_upgraded {_COLUMNS}"),
+        Query(f"INSERT INTO sessions_upgraded SELECT {', '.join(columns)} FROM sessions{join}"),
         Query("DROP TABLE sessions"),
-        Query("ALTER TABLE sessions_keyed RENAME TO sessions"),
+        Query("ALTER TABLE sessions_upgraded RENAME TO sessions"),
     ]
+
+
+def _column_names() -> list[str]:
+    return ["site_id", "session_id", *(name for name, _ in session_aggregates(DUCKDB, Params())), *_ADDED]
 
 
 def build_sessions_fill() -> Query:

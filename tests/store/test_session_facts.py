@@ -212,7 +212,7 @@ def test_facts008_metric_of_a_session_parameter_from_the_table_equals_the_event_
 
 
 @pytest.mark.parametrize("seed", range(24))
-def test_facts009_metric_of_pages_events_and_properties_with_hashed_keys_equals_the_event_grouping(seeded, seed):
+def test_facts009_metric_of_pages_events_and_properties_from_lists_or_hashed_keys_equals_the_events(seeded, seed):
     store, _ = seeded
     rng = random.Random(2000 + seed)
     scope = random_scope(rng, seed)
@@ -221,7 +221,9 @@ def test_facts009_metric_of_pages_events_and_properties_with_hashed_keys_equals_
     context = (parameter, scope, limit, offset)
     facts = build_metric_query(scope, parameter, limit, offset, DUCKDB)
     events = build_metric_events_query(scope, parameter, limit, offset, DUCKDB)
-    assert "FROM sessions" in facts.sql and "hash(session_id)" in facts.sql and "FROM sessions" not in events.sql
+    assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql
+    # Paths come from the sessions' lists, the other values from pairs keyed by the hashed id.
+    assert ("unnest(paths)" in facts.sql) == (parameter == "pathname") != ("hash(session_id)" in facts.sql)
     got = run(store, facts)
     assert not needs_exact_rerun(got)
     assert_same(got, run(store, events), context)
@@ -243,8 +245,8 @@ class _ShortKeys(Dialect):
 def test_facts010_sessions_sharing_a_hashed_key_are_detected_so_the_exact_query_runs(seeded):
     store, _ = seeded
     scope = Scope((1,), Window(None, None, "UTC"))
-    short = run(store, build_metric_query(scope, "pathname", 10, 0, _ShortKeys()))
-    exact = run(store, build_metric_events_query(scope, "pathname", 10, 0, DUCKDB))
+    short = run(store, build_metric_query(scope, "event_name", 10, 0, _ShortKeys()))
+    exact = run(store, build_metric_events_query(scope, "event_name", 10, 0, DUCKDB))
     assert needs_exact_rerun(short) and short[0]["key_collisions"] > 0
     assert [r["sessions"] for r in short] != [r["sessions"] for r in exact]  # the short keys do undercount
     assert not needs_exact_rerun(exact) and exact[0]["key_collisions"] == 0
@@ -366,12 +368,17 @@ def test_facts005_a_database_without_the_table_gets_it_filled_at_open(tmp_path):
     reopened.close()
 
 
-def test_facts012_a_table_from_before_the_session_key_gets_it_and_batches_still_find_their_sessions(tmp_path):
+def test_facts012_a_table_from_before_the_session_key_gets_it_and_batches_still_find_their_sessions(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)  # the first batch is folded at once
     rng = random.Random(12)
     rows = random_events(rng, 300)
     store = DuckDBEventStore(tmp_path / "events.duckdb")
     store.append(rows_to_table(rows[:900]))
-    store._con.execute("ALTER TABLE sessions DROP COLUMN session_key")  # the table as it was first shipped
+    # The table as it was first shipped.
+    store._con.execute("ALTER TABLE sessions DROP COLUMN session_key")
+    store._con.execute("ALTER TABLE sessions DROP COLUMN pathnames")
     store.close()
 
     reopened = DuckDBEventStore(tmp_path / "events.duckdb")
@@ -379,6 +386,23 @@ def test_facts012_a_table_from_before_the_session_key_gets_it_and_batches_still_
     assert session_rows(reopened) == rebuilt(rows)
     keys = reopened.query("SELECT count(*), count(DISTINCT session_key) FROM sessions WHERE session_key IS NOT NULL")
     assert keys == [(300, 300)]
+    reopened.close()
+
+
+def test_facts020_a_table_from_before_pathnames_gets_them_from_stored_and_pending_events(tmp_path, monkeypatch):
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)
+    rows = random_events(random.Random(20), 300)
+    store = DuckDBEventStore(tmp_path / "events.duckdb")
+    store.append(rows_to_table(rows[:600]))  # folded at once
+    store.append(rows_to_table(rows[600:650]))  # pending at the upgrade, some of them continuing stored sessions
+    assert store._pending_rows == 50
+    store._con.execute("ALTER TABLE sessions DROP COLUMN pathnames")
+    store.close()
+
+    reopened = DuckDBEventStore(tmp_path / "events.duckdb")
+    assert reopened.query("SELECT count(*) FROM sessions WHERE len(pathnames) > 0")[0][0] > 0
+    reopened.append(rows_to_table(rows[650:]))
+    assert session_rows(reopened) == rebuilt(rows)  # the pending paths were listed once
     reopened.close()
 
 
@@ -390,7 +414,8 @@ def test_facts013_sessions_sharing_a_key_are_told_apart_by_their_ids(monkeypatch
     append_shuffled(store, rows, random.Random(14))
     assert store.query("SELECT DISTINCT session_key FROM sessions") == [(7,)]
     got = store.query("SELECT * EXCLUDE (session_key) FROM sessions ORDER BY site_id, session_id")
-    assert [tuple(sorted(v) if isinstance(v, list) else v for v in r) for r in got] == [r[:-1] for r in rebuilt(rows)]
+    without_key = [r[:-2] + r[-1:] for r in rebuilt(rows)]  # ``session_key`` is the second last column
+    assert [tuple(sorted(v) if isinstance(v, list) else v for v in r) for r in got] == without_key
 
 
 def test_facts006_a_restart_after_a_crash_between_log_and_store_counts_each_event_once(tmp_path):

@@ -305,9 +305,9 @@ def expected_overview(df: pd.DataFrame) -> dict[str, Any]:
 
 def expected_metric(df: pd.DataFrame, parameter: str) -> list[tuple[str, int]]:
     """``(value, sessions)`` sorted by count desc then value (channel keeps '')."""
-    if parameter == "pathname":
-        pairs = df[(df["type"] == "pageview") & (df["pathname"] != "")][["session_id", "pathname"]].drop_duplicates()
-        counts = pairs.groupby("pathname").size()
+    if parameter in ("pathname", "page_title"):
+        pairs = df[(df["type"] == "pageview") & (df[parameter] != "")][["session_id", parameter]].drop_duplicates()
+        counts = pairs.groupby(parameter).size()
     else:
         s = sessions_of(df)
         values = s[parameter]
