@@ -84,6 +84,8 @@ FOLD_ROWS = 5_000
 # ingestion while the database file stayed empty, so a restart would replay all of it. The store checkpoints itself
 # after a commit that leaves the log larger than this.
 CHECKPOINT_WAL_BYTES = 256 * 2**20
+# A ``sessions`` table from an earlier version is copied this many sessions at a time (``build_sessions_upgrade``).
+UPGRADE_SLICE_SESSIONS = 1_000_000
 # A read that names the ``sessions`` table folds the pending events first, so it sees every stored event.
 _READS_SESSIONS = re.compile(r"\b(?:FROM|JOIN)\s+sessions\b", re.IGNORECASE)
 
@@ -146,8 +148,16 @@ class DuckDBEventStore:
                 "AND schema_name = 'main' AND table_name = 'sessions'"
             ).fetchall()
         }
-        if not set(upgrade_columns()) <= present:
-            self._in_one_transaction(build_sessions_upgrade(present))
+        if set(upgrade_columns()) <= present:
+            return
+        (count,) = self._con.execute("SELECT count(*) FROM sessions").fetchone() or (0,)
+        slices = -(-int(count) // UPGRADE_SLICE_SESSIONS)
+        bounds: list[datetime] = []
+        if slices > 1:
+            quantiles = [i / slices for i in range(1, slices)]
+            row = self._con.execute("SELECT quantile_disc(first_seen, ?) FROM sessions", [quantiles]).fetchone()
+            bounds = sorted(set(row[0])) if row and row[0] else []
+        self._in_one_transaction(build_sessions_upgrade(present, bounds))
 
     def _in_one_transaction(self, statements: list[Query], *, incoming: pa.Table | None = None) -> None:
         """Run ``statements`` in one transaction: all of them take effect or none does.

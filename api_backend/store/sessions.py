@@ -29,6 +29,9 @@ ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from api_backend.query.dialect import DUCKDB
 from api_backend.query.facts import FIRST_SET_PARAMETERS, PATHNAMES, session_aggregates
 from api_backend.query.sql import Params, Query
@@ -143,12 +146,6 @@ def build_sessions_upsert(source: str) -> list[Query]:
 
 # Columns added after the table first shipped, in the table's order.
 _ADDED = ("session_key", "pathnames")
-# Every stored session's paths, for a table from before ``pathnames``. They come from every stored event, pending
-# ones included: their later fold adds paths already listed, which ``list_distinct`` keeps once.
-_STORED_PATHNAMES = (
-    "LEFT JOIN (SELECT site_id, session_id, list(DISTINCT pathname) AS pathnames FROM events "
-    "WHERE type = 'pageview' GROUP BY site_id, session_id) AS stored USING (site_id, session_id)"
-)
 
 
 def upgrade_columns() -> tuple[str, ...]:
@@ -156,22 +153,46 @@ def upgrade_columns() -> tuple[str, ...]:
     return _ADDED
 
 
-def build_sessions_upgrade(present: set[str]) -> list[Query]:
+def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> list[Query]:
     """Statements giving a ``sessions`` table that has the columns ``present`` the ones it lacks (one transaction).
 
     The table is copied with the columns added rather than altered: DuckDB cannot make an added column NOT NULL
-    while the update that filled it is outstanding.
+    while the update that filled it is outstanding. It is copied one slice of sessions at a time, cut at the
+    ``first_seen`` times ``bounds`` (ascending), so the paths of only one slice are grouped at once: grouping them
+    for 26M sessions (100M events) ran out of the 1 GB memory limit. A slice's events lie between its first
+    ``first_seen`` and its last ``last_seen``, the range read for its paths. They come from every stored event,
+    pending ones included: their later fold adds paths already listed, which ``list_distinct`` keeps once.
     """
-    fills = {"session_key": SESSION_KEY, "pathnames": "coalesce(stored.pathnames, CAST([] AS VARCHAR[]))"}
     columns = [f"sessions.{name}" for name in _column_names() if name not in _ADDED]
+    fills = {"session_key": SESSION_KEY, "pathnames": "coalesce(stored.pathnames, CAST([] AS VARCHAR[]))"}
     columns += [f"sessions.{name}" if name in present else f"{fills[name]} AS {name}" for name in _ADDED]
-    join = "" if "pathnames" in present else f" {_STORED_PATHNAMES}"
-    return [
-        Query(f"CREATE TABLE sessions_upgraded {_COLUMNS}"),
-        Query(f"INSERT INTO sessions_upgraded SELECT {', '.join(columns)} FROM sessions{join}"),
-        Query("DROP TABLE sessions"),
-        Query("ALTER TABLE sessions_upgraded RENAME TO sessions"),
-    ]
+    statements = [Query(f"CREATE TABLE sessions_upgraded {_COLUMNS}")]
+    edges: list[datetime | None] = [None, *bounds, None]
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        p = Params()
+        slice_ = (
+            " AND ".join(
+                [
+                    *([f"sessions.first_seen >= {p.add(lo)}"] if lo else []),
+                    *([f"sessions.first_seen < {p.add(hi)}"] if hi else []),
+                ]
+            )
+            or "true"
+        )
+        join = ""
+        if "pathnames" not in present:
+            since = f" AND timestamp >= {p.add(lo)}" if lo else ""
+            until = f"(SELECT max(last_seen) FROM sessions WHERE {slice_})"
+            join = (
+                " LEFT JOIN (SELECT site_id, session_id, list(DISTINCT pathname) AS pathnames FROM events "
+                f"WHERE type = 'pageview'{since} AND timestamp <= {until} GROUP BY site_id, session_id) AS stored "
+                "USING (site_id, session_id)"
+            )
+        statements.append(
+            p.query(f"INSERT INTO sessions_upgraded SELECT {', '.join(columns)} FROM sessions{join} WHERE {slice_}")
+        )
+    statements += [Query("DROP TABLE sessions"), Query("ALTER TABLE sessions_upgraded RENAME TO sessions")]
+    return statements
 
 
 def _column_names() -> list[str]:

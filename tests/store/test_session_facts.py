@@ -372,6 +372,7 @@ def test_facts012_a_table_from_before_the_session_key_gets_it_and_batches_still_
     tmp_path, monkeypatch
 ):
     monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)  # the first batch is folded at once
+    monkeypatch.setattr(duckdb_module, "UPGRADE_SLICE_SESSIONS", 40)
     rng = random.Random(12)
     rows = random_events(rng, 300)
     store = DuckDBEventStore(tmp_path / "events.duckdb")
@@ -389,8 +390,12 @@ def test_facts012_a_table_from_before_the_session_key_gets_it_and_batches_still_
     reopened.close()
 
 
-def test_facts020_a_table_from_before_pathnames_gets_them_from_stored_and_pending_events(tmp_path, monkeypatch):
+@pytest.mark.parametrize("slice_sessions", [7, 1_000_000])
+def test_facts020_a_table_from_before_pathnames_gets_them_from_stored_and_pending_events(
+    tmp_path, monkeypatch, slice_sessions
+):
     monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)
+    monkeypatch.setattr(duckdb_module, "UPGRADE_SLICE_SESSIONS", slice_sessions)  # copied in slices or at once
     rows = random_events(random.Random(20), 300)
     store = DuckDBEventStore(tmp_path / "events.duckdb")
     store.append(rows_to_table(rows[:600]))  # folded at once
