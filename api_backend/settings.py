@@ -104,6 +104,30 @@ def _parse_memory(raw: str) -> str:
     return raw.strip()
 
 
+def _parse_optional_memory(raw: str) -> str:
+    return _parse_memory(raw) if raw.strip() else ""
+
+
+_UNITS = {
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+
+def memory_bytes(size: str) -> int:
+    """The bytes of a size such as ``512MB`` (powers of 1000) or ``1GiB`` (powers of 1024), as DuckDB reads them."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]+)", size.strip().lower())
+    if not match or match.group(2) not in _UNITS:
+        raise SettingsError(f"{size!r} is not a size such as 512MB or 1GB")
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
 def _parse_bool(raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -173,6 +197,13 @@ SETTINGS: tuple[Setting, ...] = (
         _parse_memory,
         "1GB",
         "Memory DuckDB may use for queries before it spills to disk (keeps the server's footprint bounded).",
+    ),
+    Setting(
+        "clickhouse_memory_limit",
+        _parse_optional_memory,
+        "",
+        "Memory one read of a ClickHouse store may use: past half of it groupings and sorts spill to disk, past all "
+        "of it the read answers 503. Empty: 1GB for the embedded engine (`chdb://`), a server's own limits otherwise.",
     ),
     Setting("login_token_days", _parse_positive_int, "30", "Days a dashboard sign-in token stays valid."),
     Setting(
@@ -252,6 +283,7 @@ class Settings:
     geoip_mmdb: str = ""
     commit_interval_ms: int = 100
     duckdb_memory_limit: str = "1GB"
+    clickhouse_memory_limit: str = ""
     login_token_days: int = 30
     trust_proxy: bool = False
     track_ip_events_per_minute: int = 12000

@@ -32,7 +32,7 @@ import pyarrow as pa
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, session_states_sql
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
 
-__all__ = ["INSERT_SETTINGS", "QUERY_SETTINGS", "ClickHouseEventStore"]
+__all__ = ["INSERT_SETTINGS", "QUERY_SETTINGS", "ClickHouseEventStore", "memory_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,17 @@ QUERY_SETTINGS: dict[str, Any] = {
     # GROUP BY 1 / ORDER BY 1 refer to SELECT positions, as in DuckDB.
     "enable_positional_arguments": 1,
 }
+
+
+def memory_settings(limit: int) -> dict[str, Any]:
+    """Read settings bounding one query to ``limit`` bytes: it spills its groupings and sorts to disk past half of
+    it, and stops (``QueryTooLargeError``, a 503) past all of it."""
+    return {
+        "max_memory_usage": limit,
+        "max_bytes_before_external_group_by": limit // 2,
+        "max_bytes_before_external_sort": limit // 2,
+    }
+
 
 # Settings of every insert into ``events``.
 INSERT_SETTINGS: dict[str, Any] = {
@@ -108,9 +119,10 @@ class ClickHouseEventStore:
 
     dialect = "clickhouse"
 
-    def __init__(self, client: Any, database: str, *, on_close: Any = None) -> None:
+    def __init__(self, client: Any, database: str, *, on_close: Any = None, memory_limit: int | None = None) -> None:
         self.client = client
         self.database = database
+        self._query_settings = QUERY_SETTINGS | (memory_settings(memory_limit) if memory_limit else {})
         self._on_close = on_close
         self._write_lock = threading.Lock()
         self.schema_version = self._migrate()
@@ -229,7 +241,7 @@ class ClickHouseEventStore:
         # zone of the host, which is what chdb reports as the server's.
         try:
             return self.client.query(
-                sql, parameters=dict(params) if params else None, settings=QUERY_SETTINGS, query_tz="UTC"
+                sql, parameters=dict(params) if params else None, settings=self._query_settings, query_tz="UTC"
             )
         except DatabaseError as exc:
             if exc.code in _REJECTED_VALUE_CODES:

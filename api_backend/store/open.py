@@ -14,13 +14,25 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from api_backend.settings import memory_bytes
 from api_backend.store.urls import DEFAULT_DATABASE, EVENTS_URL_SCHEMES, EventsTarget, parse_events_url
 
 if TYPE_CHECKING:
     from api_backend.settings import Settings
     from api_backend.store.events import EventStore
 
-__all__ = ["DEFAULT_DATABASE", "EVENTS_URL_SCHEMES", "EventsTarget", "open_event_store", "parse_events_url"]
+__all__ = [
+    "DEFAULT_DATABASE",
+    "EMBEDDED_MEMORY_LIMIT",
+    "EVENTS_URL_SCHEMES",
+    "EventsTarget",
+    "open_event_store",
+    "parse_events_url",
+]
+
+# What one read of the embedded ClickHouse engine may use when ``clickhouse_memory_limit`` is empty: the engine runs
+# inside the server's process, which nothing else bounds (at 100M events it grew to 9 GB).
+EMBEDDED_MEMORY_LIMIT = "1GB"
 
 
 def open_event_store(settings: Settings) -> tuple[EventStore, Path | None]:
@@ -31,10 +43,12 @@ def open_event_store(settings: Settings) -> tuple[EventStore, Path | None]:
 
         store = DuckDBEventStore(target.path, memory_limit=settings.duckdb_memory_limit)
         return store, None if target.path == ":memory:" else Path(target.path).with_suffix(".eventlog")
+    limit = settings.clickhouse_memory_limit or (EMBEDDED_MEMORY_LIMIT if target.scheme == "chdb" else "")
+    memory = memory_bytes(limit) if limit else None
     if target.scheme == "chdb":
-        return _open_chdb(target), Path(f"{target.path}.{target.database}.eventlog")
+        return _open_chdb(target, memory), Path(f"{target.path}.{target.database}.eventlog")
     return _open_server(
-        target
+        target, memory
     ), settings.data_dir / f"clickhouse-{target.host}-{target.port}-{target.database}.eventlog"
 
 
@@ -49,7 +63,7 @@ def _import_client():
     return clickhouse_connect
 
 
-def _open_server(target: EventsTarget) -> EventStore:
+def _open_server(target: EventsTarget, memory_limit: int | None) -> EventStore:
     from api_backend.store.clickhouse import ClickHouseEventStore
 
     clickhouse_connect = _import_client()
@@ -71,7 +85,8 @@ def _open_server(target: EventsTarget) -> EventStore:
         bootstrap.command(f"CREATE DATABASE IF NOT EXISTS `{target.database}`")
     finally:
         bootstrap.close()
-    return ClickHouseEventStore(clickhouse_connect.get_client(database=target.database, **common), target.database)
+    client = clickhouse_connect.get_client(database=target.database, **common)
+    return ClickHouseEventStore(client, target.database, memory_limit=memory_limit)
 
 
 # chdb hosts one engine per process, on one data directory: every store in the process must use the same one.
@@ -80,7 +95,7 @@ _chdb_path: str | None = None
 _chdb_open = 0
 
 
-def _open_chdb(target: EventsTarget) -> EventStore:
+def _open_chdb(target: EventsTarget, memory_limit: int | None) -> EventStore:
     global _chdb_path, _chdb_open
     from api_backend.store.clickhouse import ClickHouseEventStore
 
@@ -112,7 +127,7 @@ def _open_chdb(target: EventsTarget) -> EventStore:
         _chdb_path = path
         _chdb_open += 1
     try:
-        return ClickHouseEventStore(client, target.database, on_close=_release_chdb)
+        return ClickHouseEventStore(client, target.database, on_close=_release_chdb, memory_limit=memory_limit)
     except BaseException:
         client.close()
         _release_chdb()

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
 from api_backend.read.reader import TOO_LARGE
 from api_backend.seed import generate_events
 from api_backend.services import open_services
-from api_backend.settings import load_settings
+from api_backend.settings import Settings, load_settings
 from tests.support import make_account, make_site
+from tests.support.clickhouse import chdb_url
 
 SECRET = "test-secret-key-0123456789"
 
@@ -38,3 +42,35 @@ def test_readmem001_a_read_over_the_memory_limit_is_503_and_answered_once_memory
         again = client.get(f"{base}/metric", params={"parameter": "pathname"}, headers=owner.headers)
         assert again.status_code == 200 and again.json()["data"]["data"][0]["value"] == "/"
     services.close()
+
+
+def test_readmem002_the_embedded_clickhouse_engine_bounds_each_read_by_its_memory_limit(
+    tmp_path: Path, chdb_path: Path, chdb_database: str
+) -> None:
+    url = chdb_url(chdb_path, chdb_database)
+    settings = load_settings({}, data_dir=str(tmp_path / "data"), secret_key=SECRET, events_url=url)
+    assert settings.clickhouse_memory_limit == ""  # the embedded engine's own bound applies
+    services = open_services(settings)
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner)
+    for table in generate_events(site.site_id, 100_000, 30, 1):
+        services.events.append(table)
+    services.close()
+
+    def metric(limit: str) -> tuple[int, dict]:
+        limited: Settings = dataclasses.replace(settings, clickhouse_memory_limit=limit)
+        services = open_services(limited)
+        try:
+            with TestClient(create_app(limited, services)) as client:
+                response = client.get(
+                    f"/api/sites/{site.site_id}/metric", params={"parameter": "pathname"}, headers=owner.headers
+                )
+                return response.status_code, response.json()
+        finally:
+            services.close()
+
+    # Far below what pairing 100,000 events' pages with their sessions needs: stopped, not grown.
+    status, body = metric("2MB")
+    assert status == 503 and body == {"error": TOO_LARGE, "code": "SERVICE_UNAVAILABLE"}
+    status, body = metric("")  # the default 1GB of the embedded engine
+    assert status == 200 and body["data"]["data"][0]["value"] == "/"

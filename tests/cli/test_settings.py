@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import create_engine, inspect
 
 from api_backend.migrations import upgrade_to_head
-from api_backend.settings import SETTINGS, SettingsError, load_settings
+from api_backend.settings import SETTINGS, SettingsError, load_settings, memory_bytes
 from api_backend.store.models import Base
 from tests.support import REPO_ROOT
 
@@ -47,6 +47,7 @@ def test_environment_variables_are_read(tmp_path):
         ("SITELENS_GEOIP_MMDB", "/no/such/file.mmdb"),
         ("SITELENS_TRUST_PROXY", "maybe"),
         ("SITELENS_DUCKDB_MEMORY_LIMIT", "lots"),
+        ("SITELENS_CLICKHOUSE_MEMORY_LIMIT", "1 GB or so"),
         ("SITELENS_NO_SUCH_SETTING", "1"),
     ],
 )
@@ -68,3 +69,11 @@ def test_migrations_build_the_schema_the_models_describe(tmp_path):
     for table in Base.metadata.sorted_tables:
         migrated = {c["name"] for c in inspector.get_columns(table.name)}
         assert migrated == {c.name for c in table.columns}, table.name
+
+
+def test_memory_sizes_read_as_duckdb_reads_them(tmp_path):
+    assert memory_bytes("1GB") == 10**9 and memory_bytes("512 MiB") == 512 * 2**20 and memory_bytes("1.5kb") == 1500
+    settings = load_settings({"SITELENS_CLICKHOUSE_MEMORY_LIMIT": "2GB"}, data_dir=str(tmp_path))
+    assert settings.clickhouse_memory_limit == "2GB"
+    with pytest.raises(SettingsError):
+        memory_bytes("12 parsecs")
