@@ -60,8 +60,11 @@ QUERY_SETTINGS: dict[str, Any] = {
 
 
 def memory_settings(limit: int) -> dict[str, Any]:
-    """Read settings bounding one query to ``limit`` bytes: it spills its groupings and sorts to disk past half of
-    it, and stops (``QueryTooLargeError``, a 503) past all of it."""
+    """Read settings bounding one query to ``limit`` bytes.
+
+    Past half of it the query spills its groupings and sorts to disk; past all of it, it stops
+    (``QueryTooLargeError``, a 503).
+    """
     return {
         "max_memory_usage": limit,
         "max_bytes_before_external_group_by": limit // 2,

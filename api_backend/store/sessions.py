@@ -12,8 +12,7 @@ two partial rows of the same session can be combined into (a later batch may bri
   (``filters.session_channel``);
 - for each parameter of ``FIRST_SET_PARAMETERS``: its first non-empty value (``<name>``) and that event's time
   (``<name>_at``), exactly what a session-level filter compares (``filters.session_value``);
-- ``pathnames``: the distinct paths of its pageviews (the pages it counts in by pathname, the path goals it
-  completed);
+- ``pathnames``: the distinct paths of its pageviews (the pages it counts in, for the metric by pathname);
 - ``session_key``: 64 bits of the id's MD5 (stable across engine versions, unlike ``hash``), the narrow column a
   batch finds its stored sessions by; the id itself is compared only where the key matches.
 
@@ -24,7 +23,8 @@ DuckDB folds events into the table in the transaction that stores them, or, for 
 batch's sessions are matched on ``(site_id, session_id)``, the stored ones updated and the new ones inserted
 (``build_sessions_upsert``). (No primary key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times
 slower, see ``bench/analysis.md``.)
-ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``).
+ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``), without
+``session_key`` and ``pathnames``: only DuckDB's reads use them.
 """
 
 from __future__ import annotations
