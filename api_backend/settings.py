@@ -203,7 +203,7 @@ SETTINGS: tuple[Setting, ...] = (
         _parse_optional_memory,
         "",
         "Memory one read of a ClickHouse store may use: past half of it groupings and sorts spill to disk, past all "
-        "of it the read answers 503. Empty: 1GB for the embedded engine (`chdb://`), a server's own limits otherwise.",
+        "of it the read answers 503. Empty: 4GB for the embedded engine (`chdb://`), a server's own limits otherwise.",
     ),
     Setting("login_token_days", _parse_positive_int, "30", "Days a dashboard sign-in token stays valid."),
     Setting(

@@ -72,5 +72,5 @@ def test_readmem002_the_embedded_clickhouse_engine_bounds_each_read_by_its_memor
     # Far below what pairing 100,000 events' pages with their sessions needs: stopped, not grown.
     status, body = metric("2MB")
     assert status == 503 and body == {"error": TOO_LARGE, "code": "SERVICE_UNAVAILABLE"}
-    status, body = metric("")  # the default 1GB of the embedded engine
+    status, body = metric("")  # the embedded engine's default
     assert status == 200 and body["data"]["data"][0]["value"] == "/"
