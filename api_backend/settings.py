@@ -99,8 +99,7 @@ def _parse_secret(raw: str) -> str:
 
 
 def _parse_memory(raw: str) -> str:
-    if not re.fullmatch(r"\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", raw.strip(), flags=re.IGNORECASE):
-        raise SettingsError("must be a size such as 512MB or 1GB")
+    memory_bytes(raw)  # refuses anything else
     return raw.strip()
 
 
@@ -124,7 +123,7 @@ def memory_bytes(size: str) -> int:
     """The bytes of a size such as ``512MB`` (powers of 1000) or ``1GiB`` (powers of 1024), as DuckDB reads them."""
     match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]+)", size.strip().lower())
     if not match or match.group(2) not in _UNITS:
-        raise SettingsError(f"{size!r} is not a size such as 512MB or 1GB")
+        raise SettingsError("must be a size such as 512MB or 1GB")
     return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 

@@ -21,11 +21,11 @@ import pyarrow as pa
 from api_backend.query.sql import Query
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
 from api_backend.store.sessions import (
+    ADDED_COLUMNS,
     SESSIONS_DDL,
     build_sessions_fill,
     build_sessions_upgrade,
     build_sessions_upsert,
-    upgrade_columns,
 )
 
 __all__ = ["DuckDBEventStore"]
@@ -148,7 +148,7 @@ class DuckDBEventStore:
                 "AND schema_name = 'main' AND table_name = 'sessions'"
             ).fetchall()
         }
-        if set(upgrade_columns()) <= present:
+        if set(ADDED_COLUMNS) <= present:
             return
         (count,) = self._con.execute("SELECT count(*) FROM sessions").fetchone() or (0,)
         slices = -(-int(count) // UPGRADE_SLICE_SESSIONS)

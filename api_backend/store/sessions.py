@@ -37,12 +37,12 @@ from api_backend.query.facts import FIRST_SET_PARAMETERS, PATHNAMES, session_agg
 from api_backend.query.sql import Params, Query
 
 __all__ = [
+    "ADDED_COLUMNS",
     "SESSIONS_DDL",
     "SESSION_KEY",
     "build_sessions_fill",
     "build_sessions_upgrade",
     "build_sessions_upsert",
-    "upgrade_columns",
 ]
 
 _FIRST_SET_COLUMNS = "".join(f",\n  {name} VARCHAR NOT NULL, {name}_at TIMESTAMP" for name in FIRST_SET_PARAMETERS)
@@ -62,7 +62,7 @@ _COLUMNS = f"""(
   pathnames VARCHAR[] NOT NULL
 )"""
 SESSIONS_DDL = f"CREATE TABLE IF NOT EXISTS sessions {_COLUMNS}"
-# The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_rekey``).
+# The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_upgrade``).
 SESSION_KEY = "md5_number_lower(session_id)"
 
 
@@ -144,13 +144,9 @@ def build_sessions_upsert(source: str) -> list[Query]:
     ]
 
 
-# Columns added after the table first shipped, in the table's order.
-_ADDED = ("session_key", "pathnames")
-
-
-def upgrade_columns() -> tuple[str, ...]:
-    """The ``sessions`` columns a table from an earlier version may lack (``build_sessions_upgrade`` adds them)."""
-    return _ADDED
+# Columns added after the table first shipped, in the table's order: a table from an earlier version may lack them
+# (``build_sessions_upgrade`` adds them).
+ADDED_COLUMNS = ("session_key", "pathnames")
 
 
 def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> list[Query]:
@@ -163,22 +159,19 @@ def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> lis
     ``first_seen`` and its last ``last_seen``, the range read for its paths. They come from every stored event,
     pending ones included: their later fold adds paths already listed, which ``list_distinct`` keeps once.
     """
-    columns = [f"sessions.{name}" for name in _column_names() if name not in _ADDED]
+    columns = [f"sessions.{name}" for name in _column_names() if name not in ADDED_COLUMNS]
     fills = {"session_key": SESSION_KEY, "pathnames": "coalesce(stored.pathnames, CAST([] AS VARCHAR[]))"}
-    columns += [f"sessions.{name}" if name in present else f"{fills[name]} AS {name}" for name in _ADDED]
+    columns += [f"sessions.{name}" if name in present else f"{fills[name]} AS {name}" for name in ADDED_COLUMNS]
     statements = [Query(f"CREATE TABLE sessions_upgraded {_COLUMNS}")]
     edges: list[datetime | None] = [None, *bounds, None]
     for lo, hi in zip(edges, edges[1:], strict=False):
         p = Params()
-        slice_ = (
-            " AND ".join(
-                [
-                    *([f"sessions.first_seen >= {p.add(lo)}"] if lo else []),
-                    *([f"sessions.first_seen < {p.add(hi)}"] if hi else []),
-                ]
-            )
-            or "true"
-        )
+        conditions = []
+        if lo:
+            conditions.append(f"sessions.first_seen >= {p.add(lo)}")
+        if hi:
+            conditions.append(f"sessions.first_seen < {p.add(hi)}")
+        slice_ = " AND ".join(conditions) or "true"
         join = ""
         if "pathnames" not in present:
             since = f" AND timestamp >= {p.add(lo)}" if lo else ""
@@ -196,7 +189,7 @@ def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> lis
 
 
 def _column_names() -> list[str]:
-    return ["site_id", "session_id", *(name for name, _ in session_aggregates(DUCKDB, Params())), *_ADDED]
+    return ["site_id", "session_id", *(name for name, _ in session_aggregates(DUCKDB, Params())), *ADDED_COLUMNS]
 
 
 def build_sessions_fill() -> Query:
