@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import facts_answer, session_ends, since_first_stored_event
+from api_backend.query.facts import edge_sessions, facts_answer, since_first_stored_event, whole_sessions
 from api_backend.query.filters import session_channel, session_user, session_value
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
@@ -90,13 +90,14 @@ def session_columns(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
     return ",\n    ".join(columns)
 
 
-def _page_of(sessions: str, limit: int, offset: int, d: Dialect, p: Params) -> str:
+def _page_of(sessions: str, limit: int, offset: int, d: Dialect, p: Params, *, materialized: bool = True) -> str:
     """CTEs + SELECT of one page of ``sessions`` (``session_id, session_end``), newest end first, with the total.
 
-    ``sessions`` is computed once; the page is a top-N (no ranking of every session) and the count reads the
-    same result. Always at least one row (``session_id`` NULL past the end), so the total is known on every page.
+    The page is a top-N (no ranking of every session) and the count reads the same sessions: computed once
+    (``materialized``), or twice where that is cheaper than storing them. Always at least one row (``session_id``
+    NULL past the end), so the total is known on every page.
     """
-    return f"""{d.cte("ss", sessions, materialized=True)},
+    return f"""{d.cte("ss", sessions, materialized=materialized)},
 page AS (SELECT session_id AS page_session, session_end AS page_end FROM ss
          ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)})
 SELECT t.total_count, page.page_session AS session_id, page.page_end AS session_end
@@ -113,7 +114,12 @@ def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) 
     if not facts_answer(scope, d):
         return build_session_page_events_query(scope, limit, offset, d)
     p = Params()
-    return p.query("WITH " + _page_of(session_ends(scope, d, p), limit, offset, d, p))
+    # The edge sessions are grouped once; the whole ones are read twice rather than stored (24M ids at 100M
+    # events): the count reads none of their ids, and the top-N keeps only the page's.
+    edge = d.cte("edge", edge_sessions(scope, ", max(timestamp) AS session_end", d, p), materialized=True)
+    whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
+    ends = f"{whole} UNION ALL SELECT session_id, session_end FROM edge"
+    return p.query(f"WITH {edge},\n" + _page_of(ends, limit, offset, d, p, materialized=False))
 
 
 def build_session_page_events_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
