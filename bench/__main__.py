@@ -7,8 +7,8 @@
     python -m bench --skip-ingest --skip-reads --skip-dashboard --scale-data-dir DIR   # scale block on a kept dir
 
 The scale block (every read route through the API on fresh windows, on the DuckDB store and on a ClickHouse store
-copied from it, at 10M and 100M events by default) seeds its own data dirs: about 20 minutes of seeding for 100M
-events and as long again for the ClickHouse copy and the reads, so ``make bench`` takes over an hour.
+copied from it, at 10M and 100M events by default) seeds its own data dirs: about 9 minutes of seeding for 100M
+events, 17 for the ClickHouse copy and more for the reads, so ``make bench`` takes over an hour.
 
 Blocks this run does not measure are kept from the previous ``bench/results.json`` (``--fresh`` drops them), so
 parts can be re-run one at a time; every block records the date and command that measured it.
