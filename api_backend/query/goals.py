@@ -124,21 +124,33 @@ def _property_filters(config: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return filters
 
 
-def _path_match(pattern: str, d: Dialect, p: Params) -> str:
+def _path_match(pattern: str, d: Dialect, p: Params, path: str = "pathname") -> str:
+    """True when ``path`` (the event's ``pathname``, or another expression) matches the goal's ``pattern``."""
     # Plain paths and "prefix/**" need no regex engine; the result is the same, only cheaper.
     if "*" not in pattern:
-        return f"pathname = {p.add(pattern)}"
+        return f"{path} = {p.add(pattern)}"
     if pattern.endswith("**") and "*" not in pattern[:-2]:
-        return d.starts_with("pathname", p.add(pattern[:-2]))
+        return d.starts_with(path, p.add(pattern[:-2]))
     if pattern.endswith("*") and "*" not in pattern[:-1]:
         # prefix + one or more characters, none of them "/".
         prefix = pattern[:-1]
-        rest = d.substring_after("pathname", len(prefix))
+        rest = d.substring_after(path, len(prefix))
         return (
-            f"({d.starts_with('pathname', p.add(prefix))} AND {d.length('pathname')} > {len(prefix)} "
+            f"({d.starts_with(path, p.add(prefix))} AND {d.length(path)} > {len(prefix)} "
             f"AND NOT {d.contains(rest, p.add('/'))})"
         )
-    return _full_match("pathname", path_pattern_regex(pattern), d, p)
+    return _full_match(path, path_pattern_regex(pattern), d, p)
+
+
+def _listed_path_test(pattern: str, d: Dialect, p: Params) -> str:
+    """True when a ``sessions`` row lists a pageview path matching ``pattern`` (DuckDB: the table's ``pathnames``).
+
+    The same test as a path goal's ``goal_condition`` on the session's pageviews, since the list holds exactly
+    their distinct paths.
+    """
+    if "*" not in pattern:
+        return f"list_contains(pathnames, {p.add(pattern)})"
+    return f"len(list_filter(pathnames, lambda listed: {_path_match(pattern, d, p, 'listed')})) > 0"
 
 
 def _type_test(goal_type: str, p: Params) -> str:
@@ -319,11 +331,22 @@ def _goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, 
     rows = qualified_rows(scope, p)
     if facts:
         # Whole sessions' ends come from the table and edge sessions' from their events; a matching in-window event
-        # makes either one converted. Describing the page then scans events from the page's first stored event on.
-        hits = (
-            f"SELECT session_id FROM events WHERE {window_condition(scope.site_ids, scope.window, p)} AND {condition}"
-        )
-        converted = f"SELECT * FROM ({session_ends(scope, d, p)}) AS q WHERE session_id IN ({hits})"
+        # makes either one converted. For a path goal a whole session is tested on its list of paths, and an edge
+        # session on its in-window events as it is grouped, so no pageview is read for the whole ones. Other goals
+        # look the sessions up among their matching events (custom events, clicks: far fewer than pageviews).
+        # Describing the page then scans events from the page's first stored event on.
+        if goal.goal_type == "path":
+            listed = _listed_path_test(goal.config["pathPattern"], d, p)
+            whole = whole_sessions(scope, "session_id, last_seen AS session_end, pathnames", d, p)
+            edge = edge_sessions(scope, f", max(timestamp) AS session_end, {d.bool_or(condition)} AS hit", d, p)
+            converted = (
+                f"SELECT session_id, session_end FROM ({whole}) AS w WHERE {listed} "
+                f"UNION ALL SELECT session_id, session_end FROM ({edge}) AS e WHERE hit"
+            )
+        else:
+            window = window_condition(scope.site_ids, scope.window, p)
+            hits = f"SELECT session_id FROM events WHERE {window} AND {condition}"
+            converted = f"SELECT * FROM ({session_ends(scope, d, p)}) AS q WHERE session_id IN ({hits})"
         rows += f" AND {since_first_stored_event(scope.site_ids, 'SELECT page_session FROM page', p)}"
     elif scope.row_filters:
         converted = session_groups(scope, ", max(timestamp) AS session_end", d, p, d.bool_or(condition))

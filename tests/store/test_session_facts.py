@@ -288,14 +288,16 @@ def test_facts015_goal_sessions_from_the_table_equal_the_event_grouping(seeded, 
     store, _ = seeded
     rng = random.Random(4000 + seed)
     scope = random_scope(rng, seed)
-    goal = rng.choice(
-        [
-            GoalSpec(1, "path", {"pathPattern": "/pricing"}),
-            GoalSpec(2, "path", {"pathPattern": "/blog/*"}),
-            GoalSpec(3, "event", {"eventName": "signup"}),
-            GoalSpec(4, "event", {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}),
-        ]
-    )
+    # Every kind of path pattern (the table's path lists answer them) and event goals, in turn.
+    goals = [
+        GoalSpec(1, "path", {"pathPattern": "/pricing"}),
+        GoalSpec(2, "path", {"pathPattern": "/blog/*"}),
+        GoalSpec(5, "path", {"pathPattern": "/blog**"}),
+        GoalSpec(6, "path", {"pathPattern": "/*/a"}),
+        GoalSpec(3, "event", {"eventName": "signup"}),
+        GoalSpec(4, "event", {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}),
+    ]
+    goal = goals[seed % len(goals)]
     limit, offset = rng.choice([(25, 0), (10, 10), (100, 0), (5, 300)])
     facts = build_goal_sessions_query(scope, goal, limit, offset, DUCKDB)
     events = build_goal_sessions_events_query(scope, goal, limit, offset, DUCKDB)
