@@ -63,7 +63,7 @@ _T = {name: code for code, name in enumerate(EVENT_TYPES)}
 _MAX_SESSION_EVENTS = 80
 # Rows per table handed to the writer, and how many tables may wait for their commit: enough to keep the
 # writer thread busy while the next chunk is generated, few enough to bound memory. A commit of a million rows
-# costs DuckDB about half as much per event as ten of 100,000 (``bench/analysis.md``): an insert of at least a row
+# costs DuckDB less than half as much per event as ten of 100,000 (``bench/analysis.md``): an insert of at least a row
 # group (122,880 rows) is compressed straight into the file, a smaller one goes through the write-ahead log and is
 # rewritten at the checkpoint, and the sessions fold of a larger batch runs on every thread.
 CHUNK_ROWS = 1_000_000
