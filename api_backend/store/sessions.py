@@ -12,7 +12,8 @@ two partial rows of the same session can be combined into (a later batch may bri
   (``filters.session_channel``);
 - for each parameter of ``FIRST_SET_PARAMETERS``: its first non-empty value (``<name>``) and that event's time
   (``<name>_at``), exactly what a session-level filter compares (``filters.session_value``);
-- ``pathnames``: the distinct paths of its pageviews (the pages it counts in, for the metric by pathname);
+- ``pathnames``: the distinct paths of its pageviews (the pages it counts in by pathname, the path goals it
+  reached);
 - ``session_key``: 64 bits of the id's MD5 (stable across engine versions, unlike ``hash``), the narrow column a
   batch finds its stored sessions by; the id itself is compared only where the key matches.
 
