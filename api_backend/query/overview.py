@@ -26,7 +26,7 @@ from api_backend.query.filters import EFFECTIVE_USER, session_user
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Params, Query
 from api_backend.query.window import Window, to_local, to_utc
-from api_backend.query.zones import local_time
+from api_backend.query.zones import constant_offset, local_time
 
 __all__ = [
     "build_overview_events_query",
@@ -121,10 +121,11 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     p = Params()
     first_local = local_time("first_seen", scope.window, d, p)
     last_local = local_time("last_seen", scope.window, d, p)
-    one_bucket = (
-        f"{d.bucket(first_local, bucket)} = {d.bucket(last_local, bucket)} "
-        f"AND {first_local} - first_seen = {last_local} - last_seen"
-    )
+    one_bucket = f"{d.bucket(first_local, bucket)} = {d.bucket(last_local, bucket)}"
+    if constant_offset(scope.window) is None:
+        # The offset may change inside the window: a session whose first and last events carry different offsets
+        # is bucketed event by event (comparing the offsets on 2.5M rows costs about 60 ms, so only when needed).
+        one_bucket += f" AND {first_local} - first_seen = {last_local} - last_seen"
     whole_extra = f", users, {d.bucket(first_local, bucket)} AS start_bucket, {one_bucket} AS one_bucket"
     ctes = _facts_ctes(scope, d, p, whole_extra)
     session_bucket = d.bucket(local_time("session_start", scope.window, d, p), bucket)
