@@ -297,8 +297,9 @@ class ClickHouseDialect(Dialect):
         return f"cityHash64({expr})"
 
     def cte(self, name: str, body: str, materialized: bool | None = None) -> str:
-        # ClickHouse inlines every CTE; it has no hint worth giving.
-        return f"{name} AS ({body})"
+        # ClickHouse inlines a CTE at every reference, running it again each time, unless it is MATERIALIZED (with
+        # ``enable_materialized_cte``, which the store sets where the server has it; see ``store/clickhouse.py``).
+        return f"{name} AS {'MATERIALIZED ' if materialized else ''}({body})"
 
     def unnest_strings(self, array: str) -> str:
         return f"arrayJoin({array})"

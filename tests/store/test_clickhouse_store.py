@@ -343,3 +343,35 @@ def test_chstore010_a_query_over_its_memory_limit_is_told_apart(store):
     with pytest.raises(QueryTooLargeError):
         store.query(big)
     assert store.query("SELECT 1") == [(1,)]
+
+
+# A CTE drawing random numbers, joined with itself: every row matches itself only when the CTE is computed once.
+_TWICE_READ_CTE = (
+    "WITH x AS MATERIALIZED (SELECT rand64() AS r FROM numbers(100)) "
+    "SELECT count() FROM x AS a JOIN x AS b ON a.r = b.r"
+)
+
+
+def test_chstore016_a_materialized_cte_is_computed_once(store):
+    assert store.query(_TWICE_READ_CTE) == [(100,)]
+
+
+def test_chstore017_a_server_without_materialized_ctes_inlines_them(chdb_settings, monkeypatch):
+    """A server that lacks ``enable_materialized_cte`` gets neither the setting nor the keyword: the CTE is inlined."""
+    monkeypatch.setattr(ClickHouseEventStore, "_has_setting", lambda self, name: False)
+    store, _ = open_event_store(chdb_settings)
+    sent: list[tuple[str, dict]] = []
+    query = store.client.query
+
+    def recording(sql, **kwargs):
+        sent.append((sql, kwargs.get("settings") or {}))
+        return query(sql, **kwargs)
+
+    monkeypatch.setattr(store.client, "query", recording)
+    try:
+        ((matches,),) = store.query(_TWICE_READ_CTE)
+        assert matches < 100
+        ((sql, settings),) = sent
+        assert "MATERIALIZED" not in sql and "enable_materialized_cte" not in settings
+    finally:
+        store.close()
