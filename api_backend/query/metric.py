@@ -52,20 +52,22 @@ def keeps_empty_value(parameter: str) -> bool:
     return parameter == "channel"
 
 
-def session_values_sql(parameter: str, d: Dialect, p: Params, key: str = "session_id") -> str:
+def session_values_sql(parameter: str, d: Dialect, p: Params, key: str = "session_id", *, once: bool = True) -> str:
     """``SELECT <key> AS session_id, value FROM fe ...``: the (session, value) pairs of ``parameter``, each once.
 
-    ``key`` is the session's key in the pairs: its id, or a compact stand-in for it.
+    ``key`` is the session's key in the pairs: its id, or a compact stand-in for it. With ``once=False`` a pair may
+    come once per event that has it (for a caller counting distinct sessions per value itself).
     """
     if parameter in SESSION_PARAMETERS:
         return f"SELECT session_id, {session_value(parameter, d, p)} AS value FROM fe GROUP BY session_id"
+    distinct = "DISTINCT " if once else ""
     if parameter in _PAGE_PARAMETERS:
-        return f"SELECT DISTINCT {key} AS session_id, {parameter} AS value FROM fe WHERE type = 'pageview'"
+        return f"SELECT {distinct}{key} AS session_id, {parameter} AS value FROM fe WHERE type = 'pageview'"
     if parameter == "event_name":
-        return f"SELECT DISTINCT {key} AS session_id, event_name AS value FROM fe WHERE type = 'custom_event'"
+        return f"SELECT {distinct}{key} AS session_id, event_name AS value FROM fe WHERE type = 'custom_event'"
     if parameter.startswith(PROP_PREFIX):
         value = d.json_string("props", parameter[len(PROP_PREFIX) :], p)
-        return f"SELECT DISTINCT {key} AS session_id, {value} AS value FROM fe WHERE type = 'custom_event'"
+        return f"SELECT {distinct}{key} AS session_id, {value} AS value FROM fe WHERE type = 'custom_event'"
     raise ValueError(f"unknown parameter {parameter}")
 
 
@@ -160,6 +162,13 @@ def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dial
         agg = (
             f"SELECT value, count(*) AS count, count(*) AS sessions, sum(pv) AS pageviews, "
             f"avg(CASE WHEN pv = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate FROM per {keep} GROUP BY value"
+        )
+    elif d.distinct_sets_per_group:
+        # Each value's set of sessions, counted as it is built: one pass over the events.
+        agg = (
+            f"SELECT value, count(DISTINCT session_id) AS count, count(DISTINCT session_id) AS sessions, "
+            f"NULL AS pageviews, NULL AS bounce_rate "
+            f"FROM ({session_values_sql(parameter, d, p, key, once=False)}) AS sv {keep} GROUP BY value"
         )
     else:
         agg = (

@@ -97,7 +97,16 @@ def _questions(demo: Demo) -> Iterator[tuple[str, str, dict[str, Any]]]:
             yield "overview", f"{site}/overview", params
             yield "series", f"{site}/overview-bucketed", {**params, "bucket": "day"}
             yield "goals", f"{site}/goals", {**params, "limit": 100}
-            for parameter in ("channel", "pathname", "country", "entry_page", "browser_version", "referrer"):
+            for parameter in (
+                "channel",
+                "pathname",
+                "event_name",
+                "prop:plan",
+                "country",
+                "entry_page",
+                "browser_version",
+                "referrer",
+            ):
                 yield "metric", f"{site}/metric", {**params, "parameter": parameter, "limit": 20}
             yield "error-names", f"{site}/error-names", params
         for goal in goals:
