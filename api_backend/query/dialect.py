@@ -59,10 +59,10 @@ class Dialect:
     name: str = "duckdb"
     # Reads take whole sessions from the ``sessions`` table the store keeps (``query/facts.py``).
     session_facts: bool = True
-    # Sessions per value counted as ``count(DISTINCT session)`` per group rather than by grouping the distinct
-    # (session, value) pairs first. DuckDB groups the pairs: its per-group distinct sets cannot spill to disk (the
-    # time series' distinct users per bucket ran out of memory at 100M events).
-    distinct_sets_per_group: bool = False
+    # Distinct counts as ``count(DISTINCT x)`` aggregates (over all rows, or per group) rather than by grouping the
+    # distinct values (or (session, value) pairs) first. DuckDB groups them: its distinct aggregates cannot spill
+    # to disk (the time series' distinct users per bucket ran out of memory at 100M events).
+    distinct_aggregates: bool = False
 
     # -- placeholders ---------------------------------------------------------------------------------------------
 
@@ -217,9 +217,9 @@ class ClickHouseDialect(Dialect):
     # chdb, merging the table's parts alone costs 60-65% of grouping the events (``bench/analysis.md``), and the
     # edge logic needs the merged rows several times.
     session_facts: bool = False
-    # ``uniqExact`` per value, whose states spill like any grouping: 2.9x faster than the distinct pairs for the
-    # pages of 10M events on chdb (4.8 -> 1.7 s), 60 -> 22 s at 100M within the 4 GB limit (``bench/analysis.md``).
-    distinct_sets_per_group: bool = True
+    # ``uniqExact``, whose states spill like any grouping. On chdb, the sessions per page of 10M events 4.8 -> 1.7 s
+    # (60 -> 22 s at 100M, within the 4 GB limit), the overview's users 1.8 -> 1.1 s (``bench/analysis.md``).
+    distinct_aggregates: bool = True
 
     def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
         """``$p0`` becomes ``{p0:Type}`` with the type of its bound value; naive datetimes are UTC."""

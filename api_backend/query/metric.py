@@ -163,7 +163,7 @@ def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dial
             f"SELECT value, count(*) AS count, count(*) AS sessions, sum(pv) AS pageviews, "
             f"avg(CASE WHEN pv = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate FROM per {keep} GROUP BY value"
         )
-    elif d.distinct_sets_per_group:
+    elif d.distinct_aggregates:
         # Each value's set of sessions, counted as it is built: one pass over the events.
         agg = (
             f"SELECT value, count(DISTINCT session_id) AS count, count(DISTINCT session_id) AS sessions, "

@@ -36,9 +36,8 @@ __all__ = [
     "previous_window",
 ]
 
-# Distinct users as a plain grouping (which DuckDB spills to disk), not ``count(DISTINCT uid)`` in the same pass.
 _HEADLINE = """SELECT count(*) AS sessions, coalesce(sum(pageviews), 0) AS pageviews,
-  (SELECT count(*) FROM (SELECT DISTINCT uid FROM s WHERE uid IS NOT NULL) AS du) AS users,
+  {users} AS users,
   avg(pageviews) AS pages_per_session,
   avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate,
   avg(duration) AS session_duration
@@ -64,6 +63,18 @@ def _fact_columns(d: Dialect) -> str:
     """The same per session, from its ``sessions`` row (a whole session: all its events are in the window)."""
     duration = f"{d.epoch_seconds('last_seen')} - {d.epoch_seconds('first_seen')}"
     return f"session_id, first_seen AS session_start, {duration} AS duration, pageviews, user_value AS uid"
+
+
+def _headline(d: Dialect) -> str:
+    """The one row over the sessions ``s``.
+
+    Without distinct aggregates (``Dialect.distinct_aggregates``) the users are counted by a grouping of their own,
+    which DuckDB spills to disk, not by ``count(DISTINCT uid)`` in the same pass.
+    """
+    users = "count(DISTINCT uid)"
+    if not d.distinct_aggregates:
+        users = "(SELECT count(*) FROM (SELECT DISTINCT uid FROM s WHERE uid IS NOT NULL) AS du)"
+    return _HEADLINE.format(users=users)
 
 
 def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:
@@ -96,14 +107,14 @@ def build_overview_query(scope: Scope, d: Dialect) -> Query:
     if not facts_answer(scope, d):
         return build_overview_events_query(scope, d)
     p = Params()
-    return p.query(f"WITH {_facts_ctes(scope, d, p)}\n{_HEADLINE}")
+    return p.query(f"WITH {_facts_ctes(scope, d, p)}\n{_headline(d)}")
 
 
 def build_overview_events_query(scope: Scope, d: Dialect) -> Query:
     """``build_overview_query`` grouping every in-window event into sessions."""
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
-    return p.query(f"{start}{_sessions_cte(scope, d, p)}\n{_HEADLINE}")
+    return p.query(f"{start}{_sessions_cte(scope, d, p)}\n{_headline(d)}")
 
 
 def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
