@@ -8,7 +8,9 @@ before (its start moved one more day before the seeded data, as the dashboard bl
 result cache has no answer), and once more for the last window (answered from the result cache). So each uncached
 figure is the route's own queries plus the HTTP round trip, the cost a site owner waits for on a live window.
 Then the same on a copy of the events in a ClickHouse store (chdb, ``sitelens migrate-events``) unless
-``--duckdb-only``. Prints one JSON object (per store and route: median and best ms of the answered requests, the
+``--duckdb-only``. With ``--events-url`` only the server on ``--data-dir`` with that event store is timed (a
+ClickHouse store copied before, such as ``chdb://<dir>/chdb``, so a change is measured without copying again).
+Prints one JSON object (per store and route: median and best ms of the answered requests, the
 cached answer's ms, and the status and time of any that failed; each server's peak RSS). ``python -m bench`` runs
 this as its scale block (``--scale-sizes``) and renders it in ``BENCHMARKS.md``.
 """
@@ -160,8 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="fresh-window requests per route (default 3)")
     parser.add_argument("--duckdb-only", action="store_true", help="skip the ClickHouse store")
     parser.add_argument("--work-dir", type=Path, default=Path("bench/data"), help="where the ClickHouse copy goes")
+    parser.add_argument(
+        "--events-url", help="time only the server on --data-dir with this event store (an existing copy), no copy"
+    )
     args = parser.parse_args(argv)
-    result = run_scale(args.data_dir.resolve(), args.work_dir.resolve(), args.runs, clickhouse=not args.duckdb_only)
+    if args.events_url:
+        result = {"store": measure(args.data_dir.resolve(), args.runs, env={"SITELENS_EVENTS_URL": args.events_url})}
+    else:
+        result = run_scale(args.data_dir.resolve(), args.work_dir.resolve(), args.runs, clickhouse=not args.duckdb_only)
     print(json.dumps(result, indent=2))
     return 0
 
