@@ -161,6 +161,19 @@ def _scale_reuses(args: argparse.Namespace, size: int) -> bool:
     return not args.skip_scale and not args.scale_data_dir and size in args.scale_sizes
 
 
+def _earlier_seeding(results: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """The seeding figures of the block that seeded this same file (as many events, as many bytes), if one did.
+
+    A block re-measuring a kept data dir does not seed it; the seeding it keeps names the commit it was made at.
+    """
+    events = entry["events"]
+    earlier = results.get("scale", {}).get(str(events), {})
+    if "seeding" not in earlier or earlier.get("duckdb_file_bytes") != entry["duckdb_file_bytes"]:
+        return {}
+    seeded_at = earlier.get("seeded_at") or results.get("runs", {}).get(f"scale {events:,}", {}).get("commit")
+    return {"seeding": earlier["seeding"], "seeded_at": seeded_at}
+
+
 def _scale(args: argparse.Namespace, results: dict[str, Any], command: str, work: Path, reads_kept: set[int]) -> None:
     """The scale block: each size's data dir (given, kept from the reads block, or seeded here) on both stores."""
     from bench.accounts import create_account
@@ -192,6 +205,8 @@ def _scale(args: argparse.Namespace, results: dict[str, Any], command: str, work
         entry = run_scale(data_dir, work, args.scale_runs, _log)
         if seeding is not None:
             entry["seeding"] = seeding
+        else:
+            entry |= _earlier_seeding(results, entry)
         record["load_after"] = _loadavg()
         results.setdefault("scale", {})[str(entry["events"])] = entry
         results["runs"][f"scale {entry['events']:,}"] = record

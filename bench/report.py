@@ -56,6 +56,11 @@ def _ms(seconds: float | None) -> str:
     return f"{ms:,.0f}" if ms >= 100 else f"{ms:,.1f}"
 
 
+def _seeded_at(block: dict[str, Any]) -> str:
+    """`` (seeded at <commit>)`` when the block re-measured a file an earlier block seeded."""
+    return f" (seeded at {block['seeded_at']})" if block.get("seeded_at") else ""
+
+
 def _mb(n: float | None) -> str:
     return "-" if not n else f"{n / 2**20:,.0f} MB"
 
@@ -271,7 +276,8 @@ def _scale_targets(scale: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                 out.append(
                     (
                         f"seeding {largest['events']:,} events < 10 minutes",
-                        f"{seeding['seconds'] / 60:.1f} min, DuckDB file {_mb(largest['duckdb_file_bytes'])}",
+                        f"{seeding['seconds'] / 60:.1f} min{_seeded_at(largest)}, "
+                        f"DuckDB file {_mb(largest['duckdb_file_bytes'])}",
                         seeding["seconds"] < 600,
                     )
                 )
@@ -317,7 +323,8 @@ def _scale(scale: dict[str, Any]) -> list[str]:
         facts = [f"DuckDB file {_mb(b['duckdb_file_bytes'])}"]
         if b.get("seeding"):
             sd = b["seeding"]
-            facts.append(f"seeded in {sd['seconds']:,.0f} s ({sd['events_per_s']:,.0f} events/s)")
+            at = f" at {b['seeded_at']}" if b.get("seeded_at") else ""
+            facts.append(f"seeded{at} in {sd['seconds']:,.0f} s ({sd['events_per_s']:,.0f} events/s)")
         if b.get("clickhouse_store_load"):
             facts.append(f"copied into the ClickHouse store in {b['clickhouse_store_load']['seconds']:,.0f} s")
         for s in stores:
