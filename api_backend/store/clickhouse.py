@@ -256,10 +256,10 @@ class ClickHouseEventStore:
     def _run(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
         from clickhouse_connect.driver.exceptions import DatabaseError
 
-        # query_tz: a time whose type carries no zone is UTC (as session_timezone makes it on the server), never the
-        # zone of the host, which is what chdb reports as the server's.
         if not self._materialized_ctes:
             sql = _MATERIALIZED_CTE.sub("AS (", sql)
+        # query_tz: a time whose type carries no zone is UTC (as session_timezone makes it on the server), never the
+        # zone of the host, which is what chdb reports as the server's.
         try:
             return self.client.query(
                 sql, parameters=dict(params) if params else None, settings=self._query_settings, query_tz="UTC"
