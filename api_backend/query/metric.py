@@ -163,17 +163,14 @@ def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dial
             f"SELECT value, count(*) AS count, count(*) AS sessions, sum(pv) AS pageviews, "
             f"avg(CASE WHEN pv = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate FROM per {keep} GROUP BY value"
         )
-    elif d.distinct_aggregates:
-        # Each value's set of sessions, counted as it is built: one pass over the events.
-        agg = (
-            f"SELECT value, count(DISTINCT session_id) AS count, count(DISTINCT session_id) AS sessions, "
-            f"NULL AS pageviews, NULL AS bounce_rate "
-            f"FROM ({session_values_sql(parameter, d, p, key, once=False)}) AS sv {keep} GROUP BY value"
-        )
     else:
+        # With distinct aggregates, each value's set of sessions is counted as it is built (one pass over the
+        # events); otherwise the distinct (session, value) pairs are grouped first.
+        pairs = session_values_sql(parameter, d, p, key, once=not d.distinct_aggregates)
+        sessions = "count(DISTINCT session_id)" if d.distinct_aggregates else "count(*)"
         agg = (
-            f"SELECT value, count(*) AS count, count(*) AS sessions, NULL AS pageviews, NULL AS bounce_rate "
-            f"FROM ({session_values_sql(parameter, d, p, key)}) AS sv {keep} GROUP BY value"
+            f"SELECT value, {sessions} AS count, {sessions} AS sessions, NULL AS pageviews, NULL AS bounce_rate "
+            f"FROM ({pairs}) AS sv {keep} GROUP BY value"
         )
     lo, hi = p.add(offset), p.add(offset + limit)
     sql = f"""{start}{per}{d.cte("agg", agg, materialized=True)},
