@@ -140,6 +140,9 @@ def test_overview_strip_says_when_the_previous_period_is_too_thin_and_nothing_wh
     assert _changes(frame.overview_strip({**current, "sessions": 300}, {**current, "sessions": 30}))[0] == "+900.0%"
     # The strip a page shows while its numbers load claims nothing about earlier data.
     assert set(_changes(frame.overview_strip(None))) == {""}
+    # Only numbers from the API carry the loaded mark (what the benchmark waits for before a cached view).
+    assert frame.overview_strip(None).className == "stats"
+    assert frame.overview_strip(current, None).className == "stats stats-loaded"
 
 
 def test_nav_links_keep_the_view_and_skip_site_pages_without_a_site():
