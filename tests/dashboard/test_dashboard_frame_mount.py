@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fastapi.testclient import TestClient
 
 from api_backend.settings import load_settings
@@ -18,6 +20,8 @@ def test_dashboard_is_served_at_root_and_api_routes_keep_priority(settings, serv
         assert "_dash-config" in page.text and "sitelens.css" in page.text
         assert client.get("/goals?site=1").status_code == 200  # every page path is the Dash app
         assert client.get("/assets/sitelens.css").status_code == 200
+        (css,) = re.findall(r'"(/assets/sitelens\.css\?m=[^"]+)"', page.text)
+        assert "immutable" in client.get(css).headers["Cache-Control"]
         assert client.get("/api/health").json()["status"] == "ok"
         missing = client.get("/api/no-such-route")
         assert missing.status_code == 404 and missing.json()["code"] == "NOT_FOUND"
@@ -38,3 +42,23 @@ def test_create_dashboard_connects_to_nothing_until_asked():
     assert client.get("/login").status_code == 200
     layout = client.get("/_dash-layout").get_json()
     assert "frame-auth" in str(layout) and "frame-navbar" in str(layout)
+
+
+def test_fingerprinted_assets_are_kept_by_the_browser_and_others_revalidated():
+    app = create_dashboard(DashboardSettings(api_url="http://127.0.0.1:9/api"), requests_pathname_prefix="/")
+    client = app.server.test_client()
+    page = client.get("/login").get_data(as_text=True)
+    linked = re.findall(r'"(/assets/[^"?]+\?m=[^"]+)"', page)
+    assert any(url.startswith("/assets/sitelens.css?m=") for url in linked)
+    assert any(url.startswith("/assets/sitelens.js?m=") for url in linked)
+    for url in linked:
+        answer = client.get(url)
+        assert answer.status_code == 200, url
+        cache = answer.headers["Cache-Control"]
+        assert "max-age=31536000" in cache and "immutable" in cache and "no-cache" not in cache, (url, cache)
+    # Without the modification time in the URL (the map geometry plotly fetches), the browser asks again.
+    for url in ("/assets/sitelens.css", "/assets/topojson/world_110m.json"):
+        answer = client.get(url)
+        assert answer.status_code == 200 and answer.headers["Cache-Control"] == "no-cache", url
+    # A missing file is not made cacheable.
+    assert "immutable" not in client.get("/assets/nothing.css?m=1").headers.get("Cache-Control", "")
