@@ -310,6 +310,24 @@ def test_read011_goal_breakdown_by_channel(world: World, goal_ids: list[int]) ->
     assert sum(i["sessions"] for i in body["data"]) == len(sessions)
 
 
+@pytest.mark.parametrize("parameter", ["utm_campaign", "utm_source"])
+def test_read011b_goal_breakdown_leaves_out_the_empty_value_but_counts_its_sessions(
+    world: World, goal_ids: list[int], parameter: str
+) -> None:
+    body = world.get(f"/goals/{goal_ids[2]}/breakdown", parameter=parameter, **WINDOW)
+    rows = in_window(world)
+    sessions = truth.sessions_of(rows)
+    _, conversions, converted = truth.expected_goal(rows, GOALS[2])
+    # Sessions without a value are in the totals, not among the values.
+    assert (sessions[parameter] == "").any()
+    assert (body["meta"]["total_sessions"], body["meta"]["total_conversions"]) == (len(sessions), conversions)
+    values = sorted(set(sessions[parameter]) - {""})
+    assert sorted(item["value"] for item in body["data"]) == values and body["totalCount"] == len(values)
+    for item in body["data"]:
+        members = set(sessions.index[sessions[parameter] == item["value"]])
+        assert (item["sessions"], item["conversions"]) == (len(members), len(members & converted)), item["value"]
+
+
 def test_read012_wilson_interval_known_value(world: World, goal_ids: list[int]) -> None:
     from api_backend.routes.goals import wilson_interval
 
