@@ -32,8 +32,8 @@ __all__ = [
 
 # What one read of the embedded ClickHouse engine may use when ``clickhouse_memory_limit`` is empty: the engine runs
 # inside the server's process, which nothing else bounds (at 100M events it grew to 9 GB). With 4GB every read route
-# answers at 100M events and the server peaks at 3.2 GB; with 1536MB five of twelve routes answered 503 (their joins
-# and materialized CTEs do not spill), with 1GB seven.
+# answers at 100M events and the server peaks at 3.1-3.2 GB; with 1536MB five of twelve routes answered 503 (their
+# joins and materialized CTEs do not spill), with 1GB seven.
 EMBEDDED_MEMORY_LIMIT = "4GB"
 
 
