@@ -365,12 +365,13 @@ def _goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, 
         )
     # The page is taken first (a top-N, not a sort of every converted session: 6M of them at 100M events) and only
     # its rows are numbered; (session_end, session_id) orders the sessions totally, so the numbers are their ranks.
+    skipped = p.add(offset)
     top = (
         "SELECT session_id AS page_session, session_end AS page_end FROM conv "
-        f"ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)}"
+        f"ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {skipped}"
     )
     sql = f"""{start}{d.cte("conv", converted, materialized=True)},
-page AS (SELECT page_session, {p.add(offset)} + row_number() OVER (ORDER BY page_end DESC, page_session) AS rn
+page AS (SELECT page_session, {skipped} + row_number() OVER (ORDER BY page_end DESC, page_session) AS rn
          FROM ({top}) AS top),
 s AS (
   SELECT session_id,
