@@ -1,8 +1,10 @@
 """The batch path of ``POST /api/track/batch``: validate a thousand events cheaply, then enrich them as one table.
 
 Validation runs ``fast_event`` for plain events and ``parse_event`` (the reference) for everything else; a bad
-event becomes a ``rejected`` entry. The valid events go through ``enrich.enrich_events``, the same enrichment a
-single ``POST /api/track`` event gets as a batch of one, and come out as one ``EVENT_SCHEMA`` table.
+event becomes a ``rejected`` entry. A body whose events are all plain arrives already validated
+(``fastpath.plain_batch``, one typed decode of the whole body). The valid events go through
+``enrich.enrich_events``, the same enrichment a single ``POST /api/track`` event gets as a batch of one, and come
+out as one ``EVENT_SCHEMA`` table.
 """
 
 from __future__ import annotations
@@ -80,13 +82,17 @@ def prepare_batch(
     header_key: str | None,
     now: datetime,
     exact_event: Callable[[int], Any] | None = None,
+    *,
+    validated: bool = False,
 ) -> BatchOutcome:
     """Validate, filter and enrich a batch into one ``EVENT_SCHEMA`` table stamped ``now`` (not yet written).
 
     ``exact_event(index)`` gives the event as ``json.loads`` decodes it, for bodies decoded by orjson (see
-    ``fastpath.load_json``): events that need ``parse_event`` are validated in that form.
+    ``fastpath.load_json``): events that need ``parse_event`` are validated in that form. With ``validated``,
+    ``events`` are already the field tuples of valid events (``fastpath.plain_batch``).
     """
     rejected: list[dict[str, Any]] = []
     # Events are validated as enrichment pulls them, so both kinds of rejection land in index order.
-    enriched = enrich_events(context, _validated(events, rejected, exact_event), client, header_key, now, rejected)
+    checked = enumerate(events) if validated else _validated(events, rejected, exact_event)
+    enriched = enrich_events(context, checked, client, header_key, now, rejected)
     return BatchOutcome(enriched.table(), rejected, enriched.dropped)

@@ -3,7 +3,9 @@
 ``fast_event(body)`` accepts only an event it can decide cheaply and exactly as ``payload.parse_event`` would
 (pageview, custom_event, performance and button_click with plain fields) and returns it as a field tuple in
 ``EVENT_FIELDS`` order; anything else gives ``None`` and the caller runs ``parse_event``, which returns the same
-event or the error. ``event_tuple`` turns a ``TrackEvent`` into that tuple. ``load_json`` decodes a request body
+event or the error. ``event_tuple`` turns a ``TrackEvent`` into that tuple. ``plain_batch(raw)`` does the same for
+a whole batch body in one typed decode (msgspec): the tuples of its events when every one of them is plain and
+valid, else ``None`` and the caller decodes the body and checks event by event. ``load_json`` decodes a request body
 with orjson (falling back to the json module), and ``holds_float`` says when orjson's reading of a value may differ
 from json's. ``normal_ip`` is the cached canonical form of an ``ip_address``.
 """
@@ -14,8 +16,9 @@ import ipaddress
 import json
 import math
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import orjson
 
 from api_backend.ingest.payload import (
@@ -36,6 +39,7 @@ __all__ = [
     "holds_float",
     "load_json",
     "normal_ip",
+    "plain_batch",
 ]
 
 # ``TrackEvent`` fields in order: the shape of the tuples ``fast_event`` returns (a tuple is several times
@@ -260,3 +264,125 @@ def holds_float(value: Any) -> bool:
         elif kind is list:
             stack.extend(item)
     return False
+
+
+def _text(limit: int) -> Any:
+    return Annotated[str, msgspec.Meta(max_length=limit)] | None
+
+
+_SCREEN = Annotated[int, msgspec.Meta(ge=0, le=_MAX_INT32)] | None
+_VITAL = int | float | None
+# An event as ``fast_event`` reads it: the JSON types it accepts and the string limits of ``STRING_LIMITS`` (the
+# same table ``parse_event`` checks), null or absent as the default; other keys are ignored.
+_PlainEvent = msgspec.defstruct(
+    "_PlainEvent",
+    [
+        ("site_id", int | str),
+        ("type", str),
+        *((name, _text(limit), None) for name, limit in STRING_LIMITS.items()),
+        ("screenWidth", _SCREEN, None),
+        ("screenHeight", _SCREEN, None),
+        ("event_name", _text(EVENT_NAME_LIMIT), None),
+        ("properties", str | None, None),
+        ("ip_address", str | None, None),
+        *((name, _VITAL, None) for name in VITALS),
+    ],
+)
+_PlainBody = msgspec.defstruct("_PlainBody", [("events", list[_PlainEvent])])  # type: ignore[valid-type]
+
+
+_PLAIN_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_PlainBody)
+
+
+def _plain_vitals(event: Any, kind: str) -> tuple[float | None, ...] | None:
+    """The stored vitals of an event that carries some (``fast_event``'s rule), or ``None`` when it cannot decide."""
+    checked: list[float | None] = []
+    for value in (event.lcp, event.cls, event.inp, event.fcp, event.ttfb):
+        if value is not None:
+            if type(value) is float:
+                if not (math.isfinite(value) and value >= 0):
+                    return None
+            elif not 0 <= value <= _MAX_EXACT_INT:
+                return None
+            value = float(value) if kind == "performance" else None
+        checked.append(value)
+    return tuple(checked)
+
+
+def plain_batch(raw: bytes) -> list[tuple[Any, ...]] | None:
+    """The ``fast_event`` tuples of a batch body ``{"events": [...]}`` whose every event ``fast_event`` accepts.
+
+    One typed decode checks the JSON types and the string lengths of every event at once; what is left (the site
+    key, the type, the address, vitals, the event name and properties) is checked here as ``fast_event`` checks
+    it. A body that is not such a batch, or any event that is not plain, gives ``None``: the caller then decodes
+    the body and checks event by event, so the answer (rejections included) is the same either way. JSON decodes
+    here as ``json.loads`` decodes it (the last of duplicate keys wins, integers keep every digit); strings with
+    lone surrogates and non-standard tokens (``NaN``) do not decode, so their bodies take the other path.
+    """
+    try:
+        events: list[Any] = _PLAIN_DECODER.decode(raw).events
+    except (msgspec.MsgspecError, ValueError, RecursionError):  # not UTF-8, not JSON, not this shape
+        return None
+    out: list[tuple[Any, ...]] = []
+    append = out.append
+    for event in events:
+        site = event.site_id
+        if type(site) is int:
+            if site < 1:
+                return None
+            site_key = str(site)
+        else:
+            if len(site) > 64 or not site.isascii():
+                return None
+            site_key = site.strip()
+            if not site_key:
+                return None
+        kind = event.type
+        if kind not in _TYPES or kind not in _UNTYPED_PROPS:
+            return None
+        ip = event.ip_address
+        if ip is None:
+            ip = ""
+        elif (ip := normal_ip(ip)) is None:
+            return None
+        vitals: tuple[float | None, ...] = _NO_VITALS
+        if (event.lcp, event.cls, event.inp, event.fcp, event.ttfb) != _NO_VITALS:
+            checked = _plain_vitals(event, kind)
+            if checked is None:
+                return None
+            vitals = checked
+        name = event.event_name
+        if not name:
+            if kind in _NAME_REQUIRED:
+                return None
+            name = ""
+        props = event.properties
+        if not props:
+            props = "{}"
+        else:
+            props = _cached_props(kind, props)
+            if props is _NO_PROPS:
+                return None
+        user_id = event.user_id
+        append(
+            (
+                site_key,
+                kind,
+                event.hostname or "",
+                event.pathname or "",
+                event.querystring or "",
+                event.screenWidth or 0,
+                event.screenHeight or 0,
+                event.language or "",
+                event.page_title or "",
+                event.referrer or "",
+                user_id.strip() if user_id else "",
+                name,
+                props,
+                *vitals,
+                ip,
+                event.user_agent or "",
+                event.api_key or "",
+            )
+        )
+    return out

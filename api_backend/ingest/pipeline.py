@@ -193,12 +193,15 @@ class Ingestor:
         client: ClientInfo,
         header_key: str | None,
         exact_event: Callable[[int], Any] | None = None,
+        *,
+        validated: bool = False,
     ) -> BatchOutcome:
         """Validate, filter and enrich raw batch events into one table, all stamped with one clock reading.
 
         Each event gets the outcome ``track`` would give it (both run ``enrich.enrich_events``); nothing is written.
+        With ``validated``, ``events`` are the field tuples of ``fastpath.plain_batch``.
         """
-        return prepare_batch(self, events, client, header_key, self.clock(), exact_event)
+        return prepare_batch(self, events, client, header_key, self.clock(), exact_event, validated=validated)
 
     async def write(self, rows: list[dict[str, Any]] | pa.Table) -> int:
         """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared writer; wait until durable.

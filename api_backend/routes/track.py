@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from api_backend.domain.sites import check_site_key
 from api_backend.errors import AuthenticationRequiredError, FieldError, InvalidRequestError
 from api_backend.ingest.batch import BatchOutcome, paused_gc
-from api_backend.ingest.fastpath import holds_float, load_json
+from api_backend.ingest.fastpath import holds_float, load_json, plain_batch
 from api_backend.ingest.payload import EVENT_NAME_LIMIT, STRING_LIMITS, TrackEvent, parse_event, parse_identify
 from api_backend.ingest.pipeline import ClientInfo
 from api_backend.services import Services
@@ -221,13 +221,21 @@ async def track_batch(request: Request) -> JSONResponse:
 
 def _prepare_batch(request: Request, services: Services, raw: bytes) -> BatchOutcome:
     """Decode and check the batch body, then prepare its events (``Ingestor.prepare_batch``); nothing written."""
-    try:
-        body, fast = load_json(raw)
-    except (ValueError, RecursionError):
-        raise _not_json() from None
-    events = body.get("events") if isinstance(body, dict) else None
-    if not isinstance(events, list):
-        raise InvalidRequestError.for_field("events", "must be a list of events")
+    # A body of plain, valid events (the usual import) is decoded and checked in one pass; any other body is
+    # decoded as JSON and its events checked one by one, with the same outcome for the events both accept.
+    plain = plain_batch(raw)
+    fast = False
+    if plain is not None:
+        events: list[Any] = plain
+    else:
+        try:
+            body, fast = load_json(raw)
+        except (ValueError, RecursionError):
+            raise _not_json() from None
+        listed = body.get("events") if isinstance(body, dict) else None
+        if not isinstance(listed, list):
+            raise InvalidRequestError.for_field("events", "must be a list of events")
+        events = listed
     if len(events) > MAX_BATCH:
         raise InvalidRequestError.for_field("events", f"must hold at most {MAX_BATCH} events")
     ingestor = services.ingestor
@@ -253,7 +261,7 @@ def _prepare_batch(request: Request, services: Services, raw: bytes) -> BatchOut
                 decoded.append(json.loads(raw)["events"])
             return decoded[0][index]
 
-    outcome = ingestor.prepare_batch(events, client, header_key, exact_event)
+    outcome = ingestor.prepare_batch(events, client, header_key, exact_event, validated=plain is not None)
     if header_key is None and outcome.table is not None:
         ingestor.budget.charge_sites(site_counts(outcome.table))
     return outcome

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,7 +21,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
-from api_backend.ingest.fastpath import event_tuple, fast_event, load_json
+from api_backend.ingest.fastpath import event_tuple, fast_event, load_json, plain_batch
 from api_backend.ingest.payload import parse_event
 from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
@@ -385,3 +386,102 @@ def test_batchpath006_every_event_its_own_sender_and_page(worlds):
     rows = stored(batch_world)
     assert rows == stored(single_world)
     assert len({r["user_id"] for r in rows}) == 30 and len({r["referrer"] for r in rows}) == 30
+
+
+def _expected_plain(raw: bytes) -> list[tuple[Any, ...]] | None:
+    """What ``plain_batch`` must give: every event's ``fast_event`` tuple when it accepts them all, else ``None``."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    events = body.get("events") if isinstance(body, dict) else None
+    if not isinstance(events, list):
+        return None
+    tuples = [fast_event(event) for event in events]
+    return None if any(t is None for t in tuples) else tuples
+
+
+def _bodies(events: list[Any]) -> Iterator[bytes]:
+    """The batch as escaped ASCII and as raw UTF-8 (when it has no lone surrogates)."""
+    yield json.dumps({"events": events}).encode()
+    try:
+        yield json.dumps({"events": events}, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        pass
+
+
+@pytest.mark.parametrize("event", VARIANTS, ids=[f"variant{i}" for i in range(len(VARIANTS))])
+def test_batchpath007_a_plain_batch_is_what_fast_event_accepts_and_nothing_else(event):
+    """The one-pass decode takes a batch exactly when ``fast_event`` takes each of its events, with its tuples."""
+    plain_event = {"site_id": 1, "type": "pageview", "pathname": "/"}
+    for events in ([event], [plain_event, event, plain_event]):
+        for raw in _bodies(events):
+            assert plain_batch(raw) == _expected_plain(raw), raw[:200]
+
+
+def test_batchpath008_plain_batch_bodies_decode_as_json_loads_decodes_them():
+    plain = {"site_id": 1, "type": "pageview", "pathname": "/a"}
+    accepted = [
+        b'{"events": []}',
+        b'{"events": [{"site_id": 1, "type": "custom_event", "type": "pageview"}]}',  # the last key wins
+        b'{"events": [{"site_id": 1, "type": "pageview", "unknown": {"deep": [1, 2]}}], "extra": 1}',
+        b'{"events": [], "events": [{"site_id": 2, "type": "pageview"}]}',
+        b'{"events": [{"site_id": 1, "type": "pageview", "page_title": "\\ud83d\\ude00 caf\\u00e9"}]}',
+        '{"events": [{"site_id": 1, "type": "pageview", "page_title": "😀 café"}]}'.encode(),
+        b'{"events": [{"site_id": 1, "type": "performance", "lcp": 9007199254740992}]}',  # 2**53: exact as a float
+    ]
+    refused = [
+        b'{"events": [{"site_id": 1, "type": "performance", "lcp": 12345678901234567890123}]}',  # parse_event decides
+        b"",
+        b"{",
+        b"[]",
+        b'{"events": {}}',
+        b'{"other": []}',
+        b'{"events": [1]}',
+        b'{"events": [{"site_id": 1, "type": "pageview", "page_title": "\\ud800"}]}',  # a lone surrogate
+        b'{"events": [{"site_id": 1, "type": "performance", "lcp": NaN}]}',
+        b'{"events": [{"site_id": 1, "type": "pageview"}]} trailing',
+        b'\xef\xbb\xbf{"events": []}',
+        b'{"events": [{"site_id": 1, "type": "pageview", "hostname": "\xff"}]}',  # not UTF-8
+        b'{"events": [{"site_id": 1, "type": "pageview", "deep": ' + b"[" * 100_000 + b"]" * 100_000 + b"}]}",
+    ]
+    for raw in accepted:
+        assert plain_batch(raw) is not None, raw
+        assert plain_batch(raw) == _expected_plain(raw), raw
+    for raw in refused:
+        assert plain_batch(raw) is None, raw
+    assert plain_batch(json.dumps({"events": [plain] * 3}).encode()) == [fast_event(plain)] * 3
+
+
+def test_batchpath009_random_batches_near_every_rule_agree_with_fast_event():
+    """Random mixes of valid and borderline fields, a few events per batch: same tuples or the other path."""
+    rng = random.Random(20261126)
+    values: dict[str, list[Any]] = {
+        "site_id": [1, 2, "1", " 3 ", 0, True, "x" * 65],
+        "type": ["pageview", "pageview", "custom_event", "performance", "button_click", "outbound", None],
+        "hostname": ["example.com", "a" * 253, "a" * 254, "ü.example", None, 3],
+        "pathname": ["/", "/a/b", "é" * 2048, "é" * 2049, ""],
+        "querystring": ["?utm_source=x", "", None, "q" * 2049],
+        "screenWidth": [1920, 0, 2**31 - 1, 2**31, -1, 1920.0, None],
+        "screenHeight": [1080, None, True],
+        "language": ["en-US", "x" * 35, "x" * 36],
+        "user_id": [" u-1 ", "", None, "u" * 256],
+        "event_name": ["signup", "", None, "n" * 257],
+        "properties": ['{"plan":"pro"}', "", "nope", "[]", {"a": 1}, None],
+        "lcp": [None, None, 1200.5, 0, -1, 2**53 + 1],
+        "ip_address": ["8.8.8.8", " 1.1.1.1 ", "2001:DB8::1", "1.2.3", None],
+        "user_agent": ["Mozilla/5.0", "x" * 513, None],
+    }
+    plain_seen = 0
+    for _ in range(400):
+        events = []
+        for _ in range(rng.randrange(1, 5)):
+            event = {"site_id": 1, "type": "pageview"}
+            for field in rng.sample(sorted(values), rng.randrange(0, 5)):
+                event[field] = rng.choice(values[field])
+            events.append(event)
+        for raw in _bodies(events):
+            expected = _expected_plain(raw)
+            assert plain_batch(raw) == expected, raw[:300]
+            plain_seen += expected is not None
+    assert plain_seen > 100  # the one-pass path was taken, not only refused
