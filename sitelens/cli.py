@@ -30,7 +30,7 @@ DASHBOARD_PORT = 8050
 def _run_server(settings: Settings, host: str, port: int) -> None:
     import uvicorn
 
-    from api_backend.serving import server_config
+    from api_backend.serving import server_config, set_start_up_heap_aside
     from sitelens.mount import create_combined_app
 
     # Opened here rather than by the app, so a damaged or missing store is one line on stderr, not a traceback.
@@ -41,7 +41,9 @@ def _run_server(settings: Settings, host: str, port: int) -> None:
         print(f"sitelens is serving on {shown}/ (API under {shown}/api)", flush=True)
         # Errors are logged either way; a line per request is opt-in, as it costs the busiest route a third of its
         # speed. One worker, with deadlines for slow clients (``api_backend.serving``).
-        uvicorn.Server(server_config(app, settings, host, port)).run()
+        config = server_config(app, settings, host, port)
+        set_start_up_heap_aside()
+        uvicorn.Server(config).run()
     finally:
         services.close()
 
