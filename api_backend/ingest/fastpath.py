@@ -82,6 +82,25 @@ def _cached_props(kind: str, value: str) -> Any:
     return _NO_PROPS if errors.items else (text if text is not None else "{}")
 
 
+def _stored_vitals(values: tuple[Any, ...], kind: str) -> tuple[float | None, ...] | None:
+    """The five vitals as stored, or ``None`` when ``parse_event`` must decide.
+
+    Stored as floats on ``performance`` events and as none on the others; ``None`` for a value that is not a finite
+    number >= 0, or an integer a float cannot hold exactly.
+    """
+    checked: list[float | None] = []
+    for value in values:
+        if value is not None:
+            if type(value) is float:
+                if not (math.isfinite(value) and value >= 0):
+                    return None
+            elif type(value) is not int or not 0 <= value <= _MAX_EXACT_INT:
+                return None
+            value = float(value) if kind == "performance" else None
+        checked.append(value)
+    return tuple(checked)
+
+
 def fast_event(body: Any) -> tuple[Any, ...] | None:
     """The ``parse_event`` result of a plain, valid event as a field tuple (see ``EVENT_FIELDS``), else ``None``.
 
@@ -183,19 +202,12 @@ def fast_event(body: Any) -> tuple[Any, ...] | None:
     elif type(ip) is not str or (ip := normal_ip(ip)) is None:
         return None
 
-    vitals = (get("lcp"), get("cls"), get("inp"), get("fcp"), get("ttfb"))
+    vitals: tuple[Any, ...] = (get("lcp"), get("cls"), get("inp"), get("fcp"), get("ttfb"))
     if vitals != _NO_VITALS:
-        checked = []
-        for value in vitals:
-            if value is not None:
-                if type(value) is float:
-                    if not (math.isfinite(value) and value >= 0):
-                        return None
-                elif type(value) is not int or not 0 <= value <= _MAX_EXACT_INT:
-                    return None
-                value = float(value) if kind == "performance" else None
-            checked.append(value)
-        vitals = (checked[0], checked[1], checked[2], checked[3], checked[4])
+        stored = _stored_vitals(vitals, kind)
+        if stored is None:
+            return None
+        vitals = stored
 
     name = get("event_name")
     if name is None or name == "":
@@ -294,21 +306,6 @@ _PlainBody = msgspec.defstruct("_PlainBody", [("events", list[_PlainEvent])])  #
 _PLAIN_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_PlainBody)
 
 
-def _plain_vitals(event: Any, kind: str) -> tuple[float | None, ...] | None:
-    """The stored vitals of an event that carries some (``fast_event``'s rule), or ``None`` when it cannot decide."""
-    checked: list[float | None] = []
-    for value in (event.lcp, event.cls, event.inp, event.fcp, event.ttfb):
-        if value is not None:
-            if type(value) is float:
-                if not (math.isfinite(value) and value >= 0):
-                    return None
-            elif not 0 <= value <= _MAX_EXACT_INT:
-                return None
-            value = float(value) if kind == "performance" else None
-        checked.append(value)
-    return tuple(checked)
-
-
 def plain_batch(raw: bytes) -> list[tuple[Any, ...]] | None:
     """The ``fast_event`` tuples of a batch body ``{"events": [...]}`` whose every event ``fast_event`` accepts.
 
@@ -345,12 +342,12 @@ def plain_batch(raw: bytes) -> list[tuple[Any, ...]] | None:
             ip = ""
         elif (ip := normal_ip(ip)) is None:
             return None
-        vitals: tuple[float | None, ...] = _NO_VITALS
-        if (event.lcp, event.cls, event.inp, event.fcp, event.ttfb) != _NO_VITALS:
-            checked = _plain_vitals(event, kind)
-            if checked is None:
+        vitals: tuple[Any, ...] = (event.lcp, event.cls, event.inp, event.fcp, event.ttfb)
+        if vitals != _NO_VITALS:
+            stored = _stored_vitals(vitals, kind)
+            if stored is None:
                 return None
-            vitals = checked
+            vitals = stored
         name = event.event_name
         if not name:
             if kind in _NAME_REQUIRED:
