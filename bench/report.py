@@ -338,8 +338,8 @@ def _ingestion(ing: dict[str, Any]) -> list[str]:
     ceiling = ing["ceiling"]["requests_per_s"]
     rows = [
         "| scenario | connections | events/s | requests/s | p50 latency | p99 latency | vs ceiling | non-200 "
-        "| peak RSS |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| peak RSS | CPU cores: event loop, other server threads, load generator |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     names = {
         "http_ceiling": "HTTP-layer ceiling: `OPTIONS /api/track` (204 from the CORS middleware; reference)",
@@ -357,9 +357,16 @@ def _ingestion(ing: dict[str, Any]) -> list[str]:
         vs = f"{s['requests_per_s'] / ceiling:.2f}" if key in ("single", "http_ceiling", "ceiling") else "-"
         rows.append(
             f"| {names[key]} | {conns} | {events} | {s['requests_per_s']:,.0f} | {s['latency_p50_ms']:.1f} ms "
-            f"| {s['latency_p99_ms']:.1f} ms | {vs} | {non_ok} | {_mb(ing['peak_rss_bytes'].get(key))} |"
+            f"| {s['latency_p99_ms']:.1f} ms | {vs} | {non_ok} | {_mb(ing['peak_rss_bytes'].get(key))} "
+            f"| {_cores(s.get('cpu_cores'))} |"
         )
     return rows
+
+
+def _cores(cpu: dict[str, float] | None) -> str:
+    if not cpu:
+        return "-"
+    return ", ".join(f"{cpu[k]:.2f}" for k in ("server_event_loop", "server_other_threads", "load_generator"))
 
 
 def _queries(size: dict[str, Any]) -> list[str]:
@@ -441,7 +448,10 @@ def render_markdown(results: dict[str, Any]) -> str:
             f"The ceiling is the no-op route `{ing['ceiling_route']}` on the same server with the same 32 connections "
             "(routed like every API route, touching no store); the stricter HTTP-layer ceiling is the CORS "
             "preflight `OPTIONS /api/track`, answered 204 by the outermost middleware without routing or stores. "
-            f'"vs ceiling" divides requests/s by the `{ing["ceiling_route"]}` figure.',
+            f'"vs ceiling" divides requests/s by the `{ing["ceiling_route"]}` figure. The CPU columns are '
+            "the cores each side used over the scenario (warm-up included), from the threads' CPU times: the "
+            "server's event loop (its main thread), its other threads (the writer, DuckDB's workers) and the load "
+            "generator; the machine has two in all.",
             "",
         ]
         lines += _ingestion(ing)
