@@ -82,6 +82,15 @@ def _cached_props(kind: str, value: str) -> Any:
     return _NO_PROPS if errors.items else (text if text is not None else "{}")
 
 
+def _site_key(site: Any) -> str | None:
+    """``site_id`` as the key sites are looked up by: a positive integer, or a short ASCII id; else ``None``."""
+    if type(site) is int:
+        return str(site) if site >= 1 else None
+    if type(site) is str and len(site) <= 64 and site.isascii():
+        return site.strip() or None
+    return None
+
+
 def _stored_vitals(values: tuple[Any, ...], kind: str) -> tuple[float | None, ...] | None:
     """The five vitals as stored, or ``None`` when ``parse_event`` must decide.
 
@@ -111,16 +120,8 @@ def fast_event(body: Any) -> tuple[Any, ...] | None:
     if type(body) is not dict:
         return None
     get = body.get
-    site = get("site_id")
-    if type(site) is int:
-        if site < 1:
-            return None
-        site_key = str(site)
-    elif type(site) is str and len(site) <= 64 and site.isascii():
-        site_key = site.strip()
-        if not site_key:
-            return None
-    else:
+    site_key = _site_key(get("site_id"))
+    if site_key is None:
         return None
     kind = get("type")
     if type(kind) is not str or kind not in _TYPES or kind not in _UNTYPED_PROPS:
@@ -326,17 +327,9 @@ def plain_batch(raw: bytes) -> list[tuple[Any, ...]] | None:
     out: list[tuple[Any, ...]] = []
     append = out.append
     for event in events:
-        site = event.site_id
-        if type(site) is int:
-            if site < 1:
-                return None
-            site_key = str(site)
-        else:
-            if len(site) > 64 or not site.isascii():
-                return None
-            site_key = site.strip()
-            if not site_key:
-                return None
+        site_key = _site_key(event.site_id)
+        if site_key is None:
+            return None
         kind = event.type  # one of the plain types (``_PLAIN_TYPE``)
         ip = event.ip_address
         if ip is None:
