@@ -100,17 +100,18 @@ def _thread_seconds(server: psutil.Process) -> dict[int, float]:
 
 
 @contextmanager
-def cpu_split(server_pid: int, into: dict[str, Any]) -> Iterator[None]:
-    """Record in ``into["cpu_cores"]`` the cores used while the body runs (warm-up included), by whom.
+def cpu_split(server_pid: int) -> Iterator[dict[str, Any]]:
+    """Yield a dict that gets ``cpu_cores``: the cores used while the body runs (warm-up included), by whom.
 
     ``server_event_loop`` is the server's main thread (the event loop and the requests' Python code);
     ``server_other_threads`` are its other threads (the writer's intake and apply, DuckDB's workers);
     ``load_generator`` is this process, which runs the load. Two cores in all: what one side takes, the other lacks.
     """
     server = psutil.Process(server_pid)
+    into: dict[str, Any] = {}
     before, own, start = _thread_seconds(server), time.process_time(), time.monotonic()
     try:
-        yield
+        yield into
     finally:
         wall = time.monotonic() - start
         used = {tid: seconds - before.get(tid, 0.0) for tid, seconds in _thread_seconds(server).items()}
@@ -177,29 +178,28 @@ def run_ingestion(
         assert server.sampler is not None
         noop = [build_request("GET", "/api/live", host)]
         log(f"  ingestion: no-op ceiling GET /api/live, {connections} connections, {duration:.0f} s")
-        cpu: dict[str, dict[str, Any]] = {"ceiling": {}, "http_ceiling": {}, "single": {}, "batch": {}}
-        with server.sampler.block(rss, "ceiling"), cpu_split(server.pid, cpu["ceiling"]):
+        with server.sampler.block(rss, "ceiling"), cpu_split(server.pid) as cpu:
             ceiling = run_load(
                 "127.0.0.1", server.port, noop, connections=connections, warmup=warmup, duration=duration
             )
-        out["ceiling"] = _summary(ceiling) | cpu["ceiling"]
+        out["ceiling"] = _summary(ceiling) | cpu
         log(f"    {out['ceiling']['requests_per_s']:,.0f} req/s")
 
         # A second, stricter reference: the CORS preflight of /api/track, answered 204 by the outermost middleware
         # (HTTP parsing and the ASGI stack only, no routing, no store): what the HTTP layer alone can do.
         preflight = [build_request("OPTIONS", "/api/track", host, headers={"Origin": "https://" + account.domain})]
         log(f"  ingestion: HTTP-layer ceiling OPTIONS /api/track, {connections} connections, {duration:.0f} s")
-        with server.sampler.block(rss, "http_ceiling"), cpu_split(server.pid, cpu["http_ceiling"]):
+        with server.sampler.block(rss, "http_ceiling"), cpu_split(server.pid) as cpu:
             http_ceiling = run_load(
                 "127.0.0.1", server.port, preflight, connections=connections, warmup=warmup, duration=duration,
                 ok_status=(204,),
             )  # fmt: skip
-        out["http_ceiling"] = _summary(http_ceiling) | cpu["http_ceiling"]
+        out["http_ceiling"] = _summary(http_ceiling) | cpu
         log(f"    {out['http_ceiling']['requests_per_s']:,.0f} req/s")
 
         log(f"  ingestion: POST /api/track single events, {connections} connections, {duration:.0f} s")
         single = _single_requests(host, account.site_id, account.domain)
-        with server.sampler.block(rss, "single"), cpu_split(server.pid, cpu["single"]):
+        with server.sampler.block(rss, "single"), cpu_split(server.pid) as cpu:
             result = run_load(
                 "127.0.0.1",
                 server.port,
@@ -209,12 +209,12 @@ def run_ingestion(
                 duration=duration,
                 count=_tracked,
             )
-        out["single"] = _summary(result) | cpu["single"]
+        out["single"] = _summary(result) | cpu
         log(f"    {out['single']['events_per_s']:,.0f} events/s, p99 {out['single']['latency_p99_ms']:.1f} ms")
 
         log(f"  ingestion: POST /api/track/batch x{batch_size}, {batch_connections} connections, {duration:.0f} s")
         batches = _batch_requests(host, account.site_id, account.domain, account.api_key, batch_size)
-        with server.sampler.block(rss, "batch"), cpu_split(server.pid, cpu["batch"]):
+        with server.sampler.block(rss, "batch"), cpu_split(server.pid) as cpu:
             result = run_load(
                 "127.0.0.1",
                 server.port,
@@ -224,7 +224,7 @@ def run_ingestion(
                 duration=duration,
                 count=_accepted,
             )
-        out["batch"] = _summary(result) | cpu["batch"]
+        out["batch"] = _summary(result) | cpu
         log(f"    {out['batch']['events_per_s']:,.0f} events/s")
 
         # Everything acknowledged must be stored: count the rows through the API's own store afterwards.
