@@ -478,6 +478,26 @@ def test_facts017_the_table_is_the_same_whenever_pending_events_are_folded(monke
     assert session_rows(store) == rebuilt(rows)
 
 
+def test_facts021_a_fold_that_fails_stores_nothing_and_the_next_append_folds_everything(monkeypatch):
+    """The events, the pending ones and the log position are committed with the fold or not at all."""
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)
+    rows = random_events(random.Random(21), 60)
+    store = DuckDBEventStore(":memory:")
+    store.append(rows_to_table(rows[:80]), log_seq=1)  # waits in sessions_pending
+    fold = store._fold_pending
+    store._fold_pending = [*fold[:-2], Query("SELECT error('the disk is full')"), *fold[-2:]]
+    with pytest.raises(duckdb_module.duckdb.Error, match="the disk is full"):
+        store.append(rows_to_table(rows[80:150]), log_seq=2)  # 150 pending: the fold runs, and fails
+    assert store.query("SELECT count(*) FROM events") == [(80,)]
+    assert store.query("SELECT count(*) FROM sessions_pending") == [(80,)]
+    assert store.applied_log_seq() == 1
+    store._fold_pending = fold
+    assert session_rows(store) == rebuilt(rows[:80])  # the read folds what is pending, once
+    store.append(rows_to_table(rows[80:]), log_seq=2)
+    assert store.applied_log_seq() == 2
+    assert session_rows(store) == rebuilt(rows)
+
+
 def test_facts018_pending_events_outlive_a_restart_and_are_folded_once(tmp_path):
     rows = random_events(random.Random(18), 100)
     store = DuckDBEventStore(tmp_path / "events.duckdb")
