@@ -124,6 +124,10 @@ class Dialect:
 
     # -- aggregates -----------------------------------------------------------------------------------------------
 
+    def counting(self, sql: str) -> str:
+        """``sql``, a query whose only aggregates are ``count(*)``, in the form the engine answers fastest."""
+        return sql
+
     def arg_min(self, value: str, key: str, where: str | None = None) -> str:
         """``value`` of the row with the smallest ``key`` (among the rows where ``where`` holds; NULL if none)."""
         return f"arg_min({value}, {key}){_filter(where)}"
@@ -230,6 +234,12 @@ class ClickHouseDialect(Dialect):
             return "{" + name + ":" + _clickhouse_type(params[name]) + "}"
 
         return _PLACEHOLDER.sub(typed, query.sql), params
+
+    def counting(self, sql: str) -> str:
+        # A count is 0 over no rows either way. Its -OrNull form, which ``aggregate_functions_null_for_empty`` makes
+        # of it, reads every row of the window, where ``count()`` counts the parts lying wholly inside the window
+        # from their index: the result cache's window count at 100M events, 0.8 s -> 6 ms (``bench/analysis.md``).
+        return f"{sql} SETTINGS aggregate_functions_null_for_empty = 0"
 
     def regex_search(self, expr: str, pattern: str) -> str:
         return f"match({expr}, {pattern})"

@@ -62,10 +62,10 @@ def window_condition(site_ids: tuple[int, ...], window: Window, p: Params) -> st
     return " AND ".join(parts)
 
 
-def window_version_query(site_ids: tuple[int, ...], window: Window) -> Query:
+def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect) -> Query:
     """``n``: the number of events of ``site_ids`` in ``window`` (the key that changes with every write into it)."""
     p = Params()
-    return p.query(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)}")
+    return p.query(d.counting(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)}"))
 
 
 def scope_ctes(scope: Scope, d: Dialect, p: Params) -> str:

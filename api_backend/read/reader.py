@@ -34,7 +34,7 @@ class EventReader:
     def __init__(self, store: EventStore) -> None:
         self._store = store
         self.dialect: Dialect = dialect_named(store.dialect)
-        self.results = ResultCache()
+        self.results = ResultCache(self.dialect)
         self.rollups = GoalsRollupCache()
 
     def rows(self, query: Query, scope: Scope | None = None) -> Rows:

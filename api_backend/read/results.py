@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
+from api_backend.query.dialect import Dialect
 from api_backend.query.scope import window_version_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
@@ -104,7 +105,10 @@ class SharedResults(Generic[T]):
 class ResultCache:
     """Query results keyed on (query, events in its window); see the module docstring for why that is exact."""
 
-    def __init__(self, ttl: float = TTL_SECONDS, max_entries: int = MAX_ENTRIES, max_rows: int = MAX_ROWS) -> None:
+    def __init__(
+        self, dialect: Dialect, ttl: float = TTL_SECONDS, max_entries: int = MAX_ENTRIES, max_rows: int = MAX_ROWS
+    ) -> None:
+        self._dialect = dialect
         self._results: SharedResults[Rows] = SharedResults(ttl, max_entries, keep=lambda rows: len(rows) <= max_rows)
 
     def __len__(self) -> int:
@@ -116,7 +120,7 @@ class ResultCache:
 
     def run(self, query: Query, site_ids: tuple[int, ...], window: Window, run: Runner) -> Rows:
         """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window."""
-        version = int(run(window_version_query(site_ids, window))[0]["n"])
+        version = int(run(window_version_query(site_ids, window, self._dialect))[0]["n"])
         rows = self._results.get(_key(query, version), lambda: run(query))
         # Callers get their own dicts, so nothing they do to a result can change what the cache holds.
         return [dict(row) for row in rows]

@@ -124,7 +124,7 @@ def goals_counts_from_rollup(
     parameter = rollup_parameter(scope)
     if parameter is None or not goals:
         return None
-    version = int(run(window_version_query(scope.site_ids, scope.window))[0]["n"])
+    version = int(run(window_version_query(scope.site_ids, scope.window, d))[0]["n"])
     rollup = cache.rollup(scope, goals, parameter, version, run, d)
     if rollup is None:
         return None

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from api_backend.query.dialect import DUCKDB
 from api_backend.query.sql import Query
 from api_backend.read.results import ResultCache
 from api_backend.routes.read_params import ReadParams
@@ -115,7 +116,7 @@ def test_cache003_events_outside_the_window_keep_the_entry(client, owner, servic
 
 def test_cache004_concurrent_misses_share_one_run_and_errors_are_not_kept():
     window = ReadParams(**WINDOW).window()
-    cache = ResultCache()
+    cache = ResultCache(DUCKDB)
     gate = threading.Event()
     calls: list[str] = []
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import subprocess
 import sys
 import threading
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +16,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
+from api_backend.query.dialect import CLICKHOUSE
+from api_backend.query.scope import window_version_query
+from api_backend.query.window import Window
+from api_backend.routes.read_params import ReadParams
 from api_backend.settings import SettingsError, load_settings
 from api_backend.store.clickhouse import QUERY_SETTINGS, ClickHouseEventStore
 from api_backend.store.duckdb import DuckDBEventStore
@@ -375,3 +380,44 @@ def test_chstore017_a_server_without_materialized_ctes_inlines_them(chdb_setting
         assert "MATERIALIZED" not in sql and "enable_materialized_cte" not in settings
     finally:
         store.close()
+
+
+def test_chstore018_the_window_count_is_exact_over_whole_and_cut_parts(store):
+    """The result cache's key counts the window's events however the window cuts the parts (each append is one).
+
+    ``count()`` runs without its -OrNull form so whole parts are counted from their index; the count must still be
+    exact for windows ending inside a part, at a part's edge, before every event (0, never NULL), and in any zone.
+    """
+    rng = random.Random(18)
+    times: list[tuple[int, datetime]] = []
+    for month, day in ((1, 30), (1, 31), (2, 1), (2, 14), (3, 3)):
+        batch = [
+            (rng.choice((1, 2)), datetime(2026, month, day, rng.randrange(24), rng.randrange(60), rng.randrange(60)))
+            for _ in range(rng.randrange(20, 60))
+        ]
+        times += batch
+        store.append(rows_to_table([_event(i, site_id=s, timestamp=t) for i, (s, t) in enumerate(batch)]))
+    edges = sorted({t for _, t in times})
+    windows = [
+        ReadParams("2026-01-01", "2026-03-31", "UTC").window(),
+        ReadParams("2026-01-31", "2026-02-01", "Europe/Paris").window(),
+        ReadParams("2025-12-01", "2025-12-31", "UTC").window(),
+        Window(None, None),
+        Window(edges[0], edges[-1]),  # the last event is just outside (end exclusive)
+        Window(edges[0], edges[-1], include_start=False, include_end=True),
+    ]
+    for _ in range(30):
+        start, end = sorted(rng.sample(edges, 2))
+        windows.append(Window(start - timedelta(milliseconds=rng.choice((0, 1))), end))
+    for window in windows:
+        for sites in ((1,), (2,), (1, 2)):
+            query = window_version_query(sites, window, CLICKHOUSE)
+            ((got,),) = store.query(*CLICKHOUSE.bind(query))
+            expected = sum(1 for s, t in times if s in sites and _in_window(t, window))
+            assert got == expected, (sites, window)
+
+
+def _in_window(t: datetime, w: Window) -> bool:
+    after = w.start is None or (t >= w.start if w.include_start else t > w.start)
+    before = w.end is None or (t <= w.end if w.include_end else t < w.end)
+    return after and before

@@ -125,7 +125,7 @@ def built(d: Dialect) -> Iterator[tuple[str, Query]]:
         yield "error-events", build_error_events_query(scope, "boom", 10, 0, d)
         yield "usage", build_usage_query((1, 2), window, d)
         yield "rollup", build_goals_rollup_query(Scope((1,), window), GOALS, "country", 5001, d)
-        yield "version", window_version_query((1,), window)
+        yield "version", window_version_query((1,), window, d)
         yield "user-totals", build_user_totals_query(Scope((1,), window), "ada")
         yield "user-sessions", build_user_sessions_query(Scope((1,), window), "ada", 25, 25, d)
         if window.start is not None:
