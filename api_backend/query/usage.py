@@ -21,7 +21,9 @@ def build_usage_query(site_ids: tuple[int, ...], window: Window, d: Dialect) -> 
     are spread into columns; one filtered count per type over every event cost about twice as much.
     """
     p = Params()
-    day = f"CAST({d.bucket(local_time('timestamp', window, d, p), 'day')} AS DATE)"
+    # The local date of the local (wall-clock) time, cast directly: truncating to the day first cost ClickHouse a
+    # quarter of a second at 100M events (2.13 -> 1.88 s), DuckDB about 10% at 10M.
+    day = f"CAST({local_time('timestamp', window, d, p)} AS DATE)"
     counts = ", ".join(f"coalesce(sum(n) FILTER (WHERE type = '{t}'), 0) AS {t}_count" for t in EVENT_TYPES)
     types = ", ".join(p.add(t) for t in EVENT_TYPES)
     sql = f"""SELECT day, {counts}, sum(n) AS event_count
