@@ -21,6 +21,11 @@ def error_scope(scope: Scope) -> Scope:
     return Scope(scope.site_ids, scope.window, scope.filters, ERROR_ROW_PARAMETERS)
 
 
+def _error_ctes(scope: Scope, d: Dialect, p: Params) -> str:
+    """``scope_ctes`` of ``error_scope(scope)``, its rows taken from where the store keeps error rows."""
+    return scope_ctes(error_scope(scope), d, p, rows=d.error_rows)
+
+
 def _prop(d: Dialect, p: Params, key: str) -> str:
     return d.json_string("props", key, p)
 
@@ -31,7 +36,7 @@ def build_error_names_query(scope: Scope, limit: int, offset: int, d: Dialect) -
     ``occurrences`` is every matching error in the window (the percentage denominator).
     """
     p = Params()
-    ctes = scope_ctes(error_scope(scope), d, p)
+    ctes = _error_ctes(scope, d, p)
     groups = """SELECT msg AS value, min(event_name) AS "errorName", count(*) AS count,
              count(DISTINCT session_id) AS "sessionCount", sum(count(*)) OVER () AS occurrences
       FROM er WHERE msg <> '' AND event_name <> '' GROUP BY msg"""
@@ -45,7 +50,7 @@ er AS (SELECT session_id, event_name, {_prop(d, p, "message")} AS msg FROM fe WH
 def build_error_events_query(scope: Scope, message: str, limit: int, offset: int, d: Dialect) -> Query:
     """The occurrences of ``message``, newest first, with ``total_count``."""
     p = Params()
-    ctes = scope_ctes(error_scope(scope), d, p)
+    ctes = _error_ctes(scope, d, p)
 
     def number(*keys: str) -> str:
         casts = [d.to_bigint(d.to_double(_prop(d, p, k))) for k in keys]
@@ -71,7 +76,7 @@ def build_error_events_query(scope: Scope, message: str, limit: int, offset: int
 def build_error_series_query(scope: Scope, message: str, bucket: str, d: Dialect) -> Query:
     """Rows ``(bucket_start_local, error_count)`` ordered by time (no gap fill; the caller fills)."""
     p = Params()
-    ctes = scope_ctes(error_scope(scope), d, p)
+    ctes = _error_ctes(scope, d, p)
     local = local_time("timestamp", scope.window, d, p)
     sql = f"""{ctes}
 SELECT {d.bucket(local, bucket)} AS bucket, count(*) AS error_count

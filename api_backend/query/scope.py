@@ -63,13 +63,27 @@ def window_condition(site_ids: tuple[int, ...], window: Window, p: Params) -> st
 
 
 def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect) -> Query:
-    """``n``: the number of events of ``site_ids`` in ``window`` (the key that changes with every write into it)."""
+    """``n``: the number of rows of ``site_ids`` in ``window`` (the key that changes with every write into it).
+
+    That is the events, plus their error rows where the store keeps a copy of those (``Dialect.error_rows``): the
+    copy is written after the events, and a read that ran in between must not be kept under a key that counts them.
+    """
     p = Params()
-    return p.query(d.counting(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)}"))
+    if d.error_rows == "events":
+        return p.query(d.counting(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)}"))
+    counts = (
+        f"(SELECT count(*) FROM {table} WHERE {window_condition(site_ids, window, p)})"
+        for table in ("events", d.error_rows)
+    )
+    return p.query(d.counting(f"SELECT {' + '.join(counts)} AS n"))
 
 
-def scope_ctes(scope: Scope, d: Dialect, p: Params) -> str:
-    """``WITH [qs AS (...),] fe AS (...)``: ``fe`` holds the in-window rows of the qualifying sessions."""
+def scope_ctes(scope: Scope, d: Dialect, p: Params, rows: str = "events") -> str:
+    """``WITH [qs AS (...),] fe AS (...)``: ``fe`` holds the in-window rows of the qualifying sessions.
+
+    ``rows`` is the table ``fe`` takes its rows from: ``events``, or a table holding a subset of them with the same
+    columns (the error rows). Sessions still qualify on all their events.
+    """
     where = window_condition(scope.site_ids, scope.window, p)
     ctes = []
     fe_where = [where]
@@ -79,7 +93,7 @@ def scope_ctes(scope: Scope, d: Dialect, p: Params) -> str:
         fe_where.append("session_id IN (SELECT session_id FROM qs)")
     for f in scope.row_filters:
         fe_where.append(compare(row_expression(f.parameter, d, p), f.type, f.values, d, p))
-    ctes.append(d.cte("fe", f"SELECT * FROM events WHERE {' AND '.join(fe_where)}", materialized=False))
+    ctes.append(d.cte("fe", f"SELECT * FROM {rows} WHERE {' AND '.join(fe_where)}", materialized=False))
     return "WITH " + ",\n".join(ctes)
 
 

@@ -11,6 +11,8 @@ transactions, so the rows of a batch and the event-log position cannot be writte
 A crash between 1 and 2 therefore neither loses (the log still holds the records) nor duplicates (their first copy
 is gone before the replay) an event. The ``sessions`` table (fed by a materialized view as rows are inserted) got
 those rows too: recovery rebuilds the sessions whose ``max_log_seq`` is above the position from the events kept.
+``error_events`` (the error rows, copied by another view) keeps each row's ``log_seq``: recovery deletes its rows
+above the position as it does the events'.
 An insert that spans partitions may land partly; the same rule covers it. The
 rows of one database must be written by one sitelens process (the one holding the event log); readers may be many.
 
@@ -141,6 +143,7 @@ class ClickHouseEventStore:
         self.schema_version = self._migrate()
         self._delete_from = self._delete_target("events")
         self._delete_sessions = self._delete_target("sessions")
+        self._delete_errors = self._delete_target("error_events")
         self._recover()
 
     # -- schema and recovery --------------------------------------------------------------------------------------
@@ -183,18 +186,23 @@ class ClickHouseEventStore:
         """Delete rows whose insert finished but whose log position was never recorded (the log replays them)."""
         applied = self.applied_log_seq()
         params = {"applied": applied}
-        (orphans,) = self.client.query(
-            "SELECT count() FROM events WHERE log_seq > {applied:UInt64}", parameters=params
-        ).result_rows[0]
-        if orphans:
-            log.warning(
-                "removing %d events inserted after event-log position %d; the log replays them", orphans, applied
-            )
-            self.client.command(
-                f"DELETE FROM {self._delete_from} WHERE log_seq > {{applied:UInt64}}",
-                parameters=params,
-                settings=_DELETE_SETTINGS,
-            )
+        # Both tables are checked on every start, so a start interrupted between the two deletes ends the job.
+        for table, target in (("error_events", self._delete_errors), ("events", self._delete_from)):
+            (orphans,) = self.client.query(
+                f"SELECT count() FROM {table} WHERE log_seq > {{applied:UInt64}}", parameters=params
+            ).result_rows[0]
+            if orphans:
+                log.warning(
+                    "removing %d rows of %s inserted after event-log position %d; the log replays them",
+                    orphans,
+                    table,
+                    applied,
+                )
+                self.client.command(
+                    f"DELETE FROM {target} WHERE log_seq > {{applied:UInt64}}",
+                    parameters=params,
+                    settings=_DELETE_SETTINGS,
+                )
         # Checked on every start, not only after deleting rows, so a start interrupted in between repairs them too.
         self._rebuild_sessions("max_log_seq > {applied:UInt64}", params)
 
@@ -284,23 +292,23 @@ class ClickHouseEventStore:
                     parameters=params,
                     settings=_DELETE_SETTINGS,
                 )
-            self.client.command(
-                f"DELETE FROM {self._delete_sessions} WHERE site_id = {{site:Int32}}",
-                parameters=params,
-                settings=_DELETE_SETTINGS,
-            )
+            for target in (self._delete_errors, self._delete_sessions):
+                self.client.command(
+                    f"DELETE FROM {target} WHERE site_id = {{site:Int32}}", parameters=params, settings=_DELETE_SETTINGS
+                )
         return int(count)
 
     def delete_range(self, site_id: int, start: datetime, end: datetime) -> None:
         """Delete the events of ``site_id`` in ``[start, end)`` (naive UTC); reads that follow no longer see them."""
         params = {"site": site_id, "start": start, "end": end}
         with self._write_lock:
-            self.client.command(
-                f"DELETE FROM {self._delete_from} WHERE site_id = {{site:Int32}} "
-                "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}",
-                parameters=params,
-                settings=_DELETE_SETTINGS,
-            )
+            for target in (self._delete_from, self._delete_errors):
+                self.client.command(
+                    f"DELETE FROM {target} WHERE site_id = {{site:Int32}} "
+                    "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}",
+                    parameters=params,
+                    settings=_DELETE_SETTINGS,
+                )
             # The sessions that had events in the range (a session's parts each cover part of its time).
             self._rebuild_sessions(
                 "site_id = {site:Int32} AND first_seen < {end:DateTime64(3, 'UTC')} "

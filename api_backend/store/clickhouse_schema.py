@@ -19,6 +19,11 @@ Choices, each because of how sitelens reads:
   such a table: an ``AggregatingMergeTree`` ordered by ``(site_id, session_id)`` that a materialized view on
   ``events`` feeds with each inserted block's partial states; merges (and a read's ``GROUP BY`` with the ``-Merge``
   functions) combine the parts of one session. ``max_log_seq`` tells recovery which sessions hold rows it deletes.
+- ``error_events`` (schema version 3) holds a copy of the ``type = 'error'`` rows, written by a materialized view on
+  ``events`` with each insert: the same columns, partitioning and order. Errors are about 1% of the events and lie
+  in every granule of ``events``, so the error routes read them from here (at 100M events the error series reads
+  1.4M rows instead of the window's timestamps, ``bench/analysis.md``). Rows keep their ``log_seq``, so recovery
+  and deletes treat both tables alike.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ __all__ = [
     "SCHEMA_TABLE",
     "cluster_schema_sql",
     "column_type",
+    "error_rows_sql",
     "events_columns_sql",
     "session_states_sql",
     "sessions_final_sql",
@@ -211,6 +217,32 @@ def sessions_sql(database: str | None = None) -> list[str]:
     ]
 
 
+# Every column of ``events`` by name (not ``*``: a view's column list is fixed when it is created).
+_ROW_COLUMNS = ", ".join(f"`{column}`" for column, _ in EVENT_COLUMNS) + ", `log_seq`"
+
+
+def _error_rows_view(name: str, target: str, source: str, on_cluster: str = "") -> str:
+    return (
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {name}{on_cluster} TO {target} AS\n"
+        f"SELECT {_ROW_COLUMNS} FROM {source} WHERE type = 'error'"
+    )
+
+
+def error_rows_sql(database: str | None = None) -> list[str]:
+    """Schema version 3: the ``error_events`` table and its view, filled once from the events already stored.
+
+    As with ``sessions``, the fill starts from an empty table, so a migration run again does not copy twice.
+    """
+    prefix = f"`{database}`." if database else ""
+    return [
+        _events_table(f"{prefix}error_events", "MergeTree"),
+        _error_rows_view(f"{prefix}error_events_mv", f"{prefix}error_events", f"{prefix}events"),
+        f"TRUNCATE TABLE {prefix}error_events",
+        f"INSERT INTO {prefix}error_events ({_ROW_COLUMNS}) SELECT {_ROW_COLUMNS} FROM {prefix}events "
+        "WHERE type = 'error'",
+    ]
+
+
 def single_node_sql(database: str | None = None) -> list[str]:
     """The statements that create the event tables on one server (what the store runs at start-up).
 
@@ -254,9 +286,20 @@ def cluster_schema_sql(cluster: str, database: str) -> list[str]:
         f"ENGINE = Distributed('{cluster}', '{database}', 'sessions_local', cityHash64(session_id))",
         # On every node, the view folds the rows its shard receives into that shard's sessions.
         _sessions_view(f"`{database}`.sessions_mv", f"`{database}`.sessions_local", f"`{database}`.events_local", on),
+        _events_table(f"`{database}`.error_events_local", replicated, on),
+        f"CREATE TABLE IF NOT EXISTS `{database}`.error_events{on} AS `{database}`.error_events_local\n"
+        f"ENGINE = Distributed('{cluster}', '{database}', 'error_events_local', cityHash64(session_id))",
+        # Like sessions_mv: each node copies the error rows its shard receives.
+        _error_rows_view(
+            f"`{database}`.error_events_mv", f"`{database}`.error_events_local", f"`{database}`.events_local", on
+        ),
         f"INSERT INTO `{database}`.{SCHEMA_TABLE} (version) VALUES ({len(MIGRATIONS)})",
     ]
 
 
 # One entry per schema version: the statements that bring the previous version to it. Append, never edit.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (tuple(single_node_sql()), tuple(sessions_sql()))
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    tuple(single_node_sql()),
+    tuple(sessions_sql()),
+    tuple(error_rows_sql()),
+)

@@ -30,7 +30,7 @@ def test_chadmin001_single_node_schema_runs_and_the_store_adopts_it(capsys, chdb
     for statement in _statements(capsys):
         chdb_client.command(statement)
     store = ClickHouseEventStore(chdb_client, chdb_database)
-    assert store.schema_version == 2  # and migrated on open to the newest version
+    assert store.schema_version == 3  # and migrated on open to the newest version
     (engine,) = chdb_client.query(
         "SELECT engine FROM system.tables WHERE database = {db:String} AND name = 'events'",
         parameters={"db": chdb_database},
@@ -47,6 +47,10 @@ def test_chadmin002_cluster_schema_is_replicated_and_sharded_by_session(capsys, 
     assert "ON CLUSTER `analytics`" in text
     assert "ReplicatedMergeTree('/clickhouse/tables/{shard}/web/{table}', '{replica}')" in text
     assert "Distributed('analytics', 'web', 'events_local', cityHash64(session_id))" in text
+    # The copy of the error rows is sharded like the events, and each node's view fills its own shard's.
+    assert "Distributed('analytics', 'web', 'error_events_local', cityHash64(session_id))" in text
+    assert "`web`.error_events_mv ON CLUSTER `analytics` TO `web`.error_events_local" in text
+    assert "FROM `web`.events_local WHERE type = 'error'" in text
     with pytest.raises(SystemExit) as exit_info:
         main(["clickhouse-schema", "--cluster", "bad name"])
     assert exit_info.value.code == 2

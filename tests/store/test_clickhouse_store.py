@@ -159,11 +159,22 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
     assert types["country"] == "LowCardinality(String)" and types["session_id"] == "String"
     assert {name for name, typ in types.items() if typ.startswith("Nullable")} == {"lcp", "cls", "inp", "fcp", "ttfb"}
     assert types["log_seq"] == "UInt64"
-    assert store.schema_version == 2
+    # The copy of the error rows has the same columns, types, partitioning and order.
+    (error_table,) = chdb_client.query(
+        "SELECT partition_key, sorting_key FROM system.tables WHERE database = {db:String} AND name = 'error_events'",
+        parameters={"db": chdb_database},
+    ).result_rows
+    assert error_table == (partition, sorting)
+    error_types = chdb_client.query(
+        "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'error_events'",
+        parameters={"db": chdb_database},
+    ).result_rows
+    assert dict(error_types) == types
+    assert store.schema_version == 3
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 2
-    assert store.query("SELECT count() FROM sitelens_schema") == [(2,)]
+    assert again.schema_version == 3
+    assert store.query("SELECT count() FROM sitelens_schema") == [(3,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):
@@ -383,20 +394,26 @@ def test_chstore017_a_server_without_materialized_ctes_inlines_them(chdb_setting
 
 
 def test_chstore018_the_window_count_is_exact_over_whole_and_cut_parts(store):
-    """The result cache's key counts the window's events however the window cuts the parts (each append is one).
+    """The result cache's key counts the window's rows however the window cuts the parts (each append is one).
 
     ``count()`` runs without its -OrNull form so whole parts are counted from their index; the count must still be
     exact for windows ending inside a part, at a part's edge, before every event (0, never NULL), and in any zone.
+    The key counts the events and the copies of their error rows (``window_version_query``): an error counts twice.
     """
     rng = random.Random(18)
     times: list[tuple[int, datetime]] = []
     for month, day in ((1, 30), (1, 31), (2, 1), (2, 14), (3, 3)):
-        batch = [
-            (rng.choice((1, 2)), datetime(2026, month, day, rng.randrange(24), rng.randrange(60), rng.randrange(60)))
-            for _ in range(rng.randrange(20, 60))
+        rows = [
+            _event(
+                i,
+                site_id=rng.choice((1, 2)),
+                timestamp=datetime(2026, month, day, rng.randrange(24), rng.randrange(60), rng.randrange(60)),
+                type=rng.choice(("pageview", "pageview", "error")),
+            )
+            for i in range(rng.randrange(20, 60))
         ]
-        times += batch
-        store.append(rows_to_table([_event(i, site_id=s, timestamp=t) for i, (s, t) in enumerate(batch)]))
+        times += [(r["site_id"], r["timestamp"]) for r in rows for _ in range(2 if r["type"] == "error" else 1)]
+        store.append(rows_to_table(rows))
     edges = sorted({t for _, t in times})
     windows = [
         ReadParams("2026-01-01", "2026-03-31", "UTC").window(),
