@@ -6,7 +6,8 @@ drop rules and enriches each event, doing the work once per distinct value inste
 - site rules and API-key checks: once per site key and per (key, site);
 - the sender (drop rules, geo, user agent, visitor hash, session, identify lookup): once per
   (site, IP, user agent, trusted) "sender group" (``Senders.new``, in this order: ``bot`` (``blockBots``, untrusted
-  senders only), ``excluded_ip``, ``excluded_country``);
+  senders only), ``excluded_ip``, ``excluded_country``); the visitor hash, user agent and geo of a sender are
+  remembered across calls (``IngestContext.sender``);
 - referrer clearing, query parameters, UTM columns and channel: once per (referrer, query string, hostname,
   trackUrlParams) "page group" (``page_context``).
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from functools import lru_cache
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
@@ -32,11 +33,10 @@ from api_backend.errors import APIError, AuthenticationRequiredError, NotFoundEr
 from api_backend.ingest.bots import is_bot
 from api_backend.ingest.channels import classify_channel, strip_www
 from api_backend.ingest.fastpath import EVENT_FIELDS
-from api_backend.ingest.geo import GeoLocator
+from api_backend.ingest.geo import GeoLocation
 from api_backend.ingest.sessions import SessionTracker
 from api_backend.ingest.site_rules import SiteRules
-from api_backend.ingest.useragent import device_type, parse_user_agent
-from api_backend.ingest.visitor import cached_visitor_id
+from api_backend.ingest.useragent import UserAgentInfo, device_type
 from api_backend.store.events import EVENT_SCHEMA
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "ClientInfo",
     "Enriched",
     "IngestContext",
+    "SenderFacts",
     "enrich_events",
     "error_text",
     "page_context",
@@ -60,6 +61,10 @@ _WIDTH, _HEIGHT = _F["screen_width"], _F["screen_height"]
 _INT, _TIMESTAMP = pa.int32(), EVENT_SCHEMA.field("timestamp").type
 
 
+# A sender's visitor id, parsed user agent and location (``None`` without an IP address).
+SenderFacts = tuple[str, UserAgentInfo, GeoLocation | None]
+
+
 @dataclass(frozen=True, slots=True)
 class ClientInfo:
     """What the connection says about the sender: its address and ``User-Agent`` header."""
@@ -69,15 +74,9 @@ class ClientInfo:
 
 
 class IngestContext(Protocol):
-    """What enrichment reads from the process's ``Ingestor``: site rules, key checks, geo, sessions, identities."""
+    """What enrichment reads from the process's ``Ingestor``: site rules, key checks, senders, sessions, identities."""
 
-    locator: GeoLocator
     sessions: SessionTracker
-
-    @property
-    def secret(self) -> str:
-        """The secret that salts visitor ids."""
-        ...
 
     def site_rules(self, site_key: str) -> SiteRules:
         """The rules of a site by ``siteId`` or string ``id``; raises ``NotFoundError``."""
@@ -85,6 +84,10 @@ class IngestContext(Protocol):
 
     def check_key(self, raw_key: str, rules: SiteRules) -> None:
         """Accept a key of a member of the site's organization; raises ``AuthenticationRequiredError``."""
+        ...
+
+    def sender(self, site_id: int, ip: str, user_agent: str, salt_day: date | None) -> SenderFacts:
+        """What is known of a sender from its site, IP and user agent alone (the same answer every time)."""
         ...
 
     def has_identified(self) -> bool:
@@ -153,14 +156,14 @@ class Senders:
             return "bot"
         if rules.excluded_ips and rules.excluded_ips.matches(ip):
             return "excluded_ip"
-        geo = context.locator.locate(ip) if ip else None
+        salt_day = self.now.date() if rules.salt_user_ids else None
+        visitor, info, geo = context.sender(rules.site_id, ip, user_agent, salt_day)
         if rules.excluded_countries and geo is not None and geo.country in rules.excluded_countries:
             return "excluded_country"
-        salt_day = self.now.date() if rules.salt_user_ids else None
         self.site_id.append(rules.site_id)
-        self.visitor.append(cached_visitor_id(context.secret, rules.site_id, ip, user_agent, salt_day))
+        self.visitor.append(visitor)
         self.identified.append(None)
-        self.info.append(parse_user_agent(user_agent))
+        self.info.append(info)
         self.geo.append(geo)
         return len(self.visitor) - 1
 

@@ -37,7 +37,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -45,12 +46,13 @@ import pyarrow as pa
 from api_backend.errors import AuthenticationRequiredError, NotFoundError, ServiceUnavailableError
 from api_backend.ingest.batch import BatchOutcome, prepare_batch
 from api_backend.ingest.budget import TrackingBudget
-from api_backend.ingest.enrich import ClientInfo, enrich_events
+from api_backend.ingest.enrich import ClientInfo, SenderFacts, enrich_events
 from api_backend.ingest.fastpath import event_tuple
 from api_backend.ingest.geo import GeoLocator, open_locator
 from api_backend.ingest.payload import TrackEvent
 from api_backend.ingest.sessions import SESSION_TIMEOUT, SessionTracker
 from api_backend.ingest.site_rules import SiteRules, SiteRulesCache
+from api_backend.ingest.useragent import parse_user_agent
 from api_backend.ingest.visitor import visitor_id
 from api_backend.settings import Settings
 from api_backend.store.coalescer import RowCoalescer
@@ -96,6 +98,9 @@ class Ingestor:
         self.sessions = SessionTracker()
         self.budget = TrackingBudget(settings.track_ip_events_per_minute, settings.track_site_events_per_minute)
         self._secret = settings.secret_key
+        # A visitor sends many events: its visitor hash (the costliest step), user agent and geo are looked up once
+        # for all of them. The arguments are the whole input, so an answer cannot go stale.
+        self.sender = lru_cache(maxsize=65536)(self._sender)
         self._keys: dict[str, tuple[str | None, float]] = {}
         self._roles: dict[tuple[str, str], tuple[str | None, float]] = {}
         self._identified: dict[tuple[int, str], tuple[str, datetime]] = {}
@@ -105,10 +110,9 @@ class Ingestor:
         if recovered:
             log.info("recovered %d live sessions from the event store", recovered)
 
-    @property
-    def secret(self) -> str:
-        """The secret that salts visitor ids."""
-        return self._secret
+    def _sender(self, site_id: int, ip: str, user_agent: str, salt_day: date | None) -> SenderFacts:
+        geo = self.locator.locate(ip) if ip else None
+        return visitor_id(self._secret, site_id, ip, user_agent, salt_day), parse_user_agent(user_agent), geo
 
     # Site changes -------------------------------------------------------------------------------
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 from datetime import date
-from functools import lru_cache
 
-__all__ = ["cached_visitor_id", "visitor_id"]
+__all__ = ["visitor_id"]
 
 VISITOR_ID_LENGTH = 16
 
@@ -23,8 +22,3 @@ def visitor_id(secret: str, site_id: int, ip: str, user_agent: str, salt_day: da
     key = secret if salt_day is None else f"{secret}|{salt_day.isoformat()}"
     message = f"{site_id}\x00{ip}\x00{user_agent}".encode()
     return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()[:VISITOR_ID_LENGTH]
-
-
-# The hash is the costliest step of enriching an event whose other lookups are cached; a visitor sends many
-# events, so ingestion remembers recent ids (the arguments are the whole input: the answer cannot go stale).
-cached_visitor_id = lru_cache(maxsize=65536)(visitor_id)
