@@ -8,7 +8,7 @@ Page and device filters apply to the error rows themselves; the other filters se
 from __future__ import annotations
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.filters import ERROR_ROW_PARAMETERS
+from api_backend.query.filters import EFFECTIVE_USER, ERROR_ROW_PARAMETERS
 from api_backend.query.scope import Scope, scope_ctes
 from api_backend.query.sql import Params, Query, paged_select
 from api_backend.query.zones import local_time
@@ -48,7 +48,11 @@ er AS (SELECT session_id, event_name, {_prop(d, p, "message")} AS msg FROM fe WH
 
 
 def build_error_events_query(scope: Scope, message: str, limit: int, offset: int, d: Dialect) -> Query:
-    """The occurrences of ``message``, newest first, with ``total_count``."""
+    """The occurrences of ``message``, newest first, with ``total_count`` (one row even past the end).
+
+    The page is taken first (a top-N on the time, not a ranking of every occurrence) and only its rows have
+    their stack, file and position read from ``props``: a frequent message has hundreds of thousands.
+    """
     p = Params()
     ctes = _error_ctes(scope, d, p)
 
@@ -56,20 +60,32 @@ def build_error_events_query(scope: Scope, message: str, limit: int, offset: int
         casts = [d.to_bigint(d.to_double(_prop(d, p, k))) for k in keys]
         return f"coalesce({', '.join(casts)})"
 
-    events = f"""
-  SELECT timestamp, session_id,
-    CASE WHEN identified_user_id <> '' THEN identified_user_id ELSE user_id END AS user_id,
-    pathname, hostname, page_title, referrer, browser, browser_version, operating_system,
-    operating_system_version, device_type, country, region, city, event_name AS "errorName",
+    # The page's columns before those read from ``props``, in the order the route returns them.
+    described = (
+        "timestamp, session_id, user_id, pathname, hostname, page_title, referrer, browser, browser_version, "
+        'operating_system, operating_system_version, device_type, country, region, city, "errorName"'
+    )
+    occurrences = f"""
+  SELECT timestamp, session_id, {EFFECTIVE_USER} AS user_id, pathname, hostname, page_title, referrer, browser,
+    browser_version, operating_system, operating_system_version, device_type, country, region, city,
+    event_name AS "errorName", props
+  FROM fe WHERE type = 'error' AND {_prop(d, p, "message")} = {p.add(message)}"""
+    skipped = p.add(offset)
+    sql = f"""{ctes},
+{d.cte("ev", occurrences, materialized=True)},
+page AS (SELECT * FROM ev ORDER BY timestamp DESC, session_id LIMIT {p.add(limit)} OFFSET {skipped}),
+ranked AS (
+  SELECT {described},
     {_prop(d, p, "message")} AS message,
     {_prop(d, p, "stack")} AS stack,
     coalesce(nullif({_prop(d, p, "fileName")}, ''), {_prop(d, p, "filename")}) AS "fileName",
     {number("lineNumber", "lineno")} AS "lineNumber",
-    {number("columnNumber", "colno")} AS "columnNumber"
-  FROM fe WHERE type = 'error' AND {_prop(d, p, "message")} = {p.add(message)}"""
-    sql = f"""{ctes},
-{d.cte("ev", events, materialized=True)},
-{paged_select("ev", "timestamp DESC, session_id", limit, offset, p)}"""
+    {number("columnNumber", "colno")} AS "columnNumber",
+    {skipped} + row_number() OVER (ORDER BY timestamp DESC, session_id) AS rn
+  FROM page),
+total AS (SELECT count(*) AS total_count FROM ev)
+SELECT t.total_count, r.* FROM total AS t LEFT JOIN ranked AS r ON true
+ORDER BY r.rn"""
     return p.query(sql)
 
 

@@ -560,6 +560,14 @@ def test_read026_error_pagination(world: World) -> None:
     second = world.get("/error-events", errorMessage="Network failed", limit="5", page="2", **WINDOW)
     assert first["data"] + second["data"] == events[:10]
     assert first["totalCount"] == len(events)
+    every = [
+        world.get("/error-events", errorMessage="Network failed", limit="3", page=str(n), **WINDOW) for n in (1, 2, 3)
+    ]
+    assert [e for page in every for e in page["data"]] == events[:9]
+    past = world.get(
+        "/error-events", errorMessage="Network failed", limit="5", page=str(len(events) // 5 + 2), **WINDOW
+    )
+    assert past["data"] == [] and past["totalCount"] == len(events)
 
 
 def test_read027_past_minutes_window(world: World) -> None:
