@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
-import pytest
 
 from api_backend.query.dialect import CLICKHOUSE, Dialect
 from api_backend.query.filters import Filter
@@ -19,11 +18,11 @@ from api_backend.query.scope import Scope
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
 from api_backend.store.clickhouse_schema import SCHEMA_TABLE
-from api_backend.store.eventlog import EventLog
 from api_backend.store.events import EVENT_COLUMNS, rows_to_table
 from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter
 from tests.store.test_session_facts import random_events
+from tests.support.clickhouse import crash_before_position
 
 COLUMNS = ", ".join([name for name, _ in EVENT_COLUMNS] + ["log_seq"])
 MESSAGES = ["", "x is undefined", "Network error", "Script error."]
@@ -49,19 +48,12 @@ def assert_copy_is_exact(store: Any) -> None:
     assert copy, "the events hold errors"
 
 
-@pytest.fixture
-def store(chdb_settings):
-    store, _ = open_event_store(chdb_settings)
-    yield store
-    store.close()
-
-
-def test_cherr001_every_insert_copies_its_error_rows(store):
+def test_cherr001_every_insert_copies_its_error_rows(chdb_store):
     rows = error_rows(random.Random(21), 300)
     for seq, at in enumerate(range(0, len(rows), 200), start=1):
-        store.append(rows_to_table(rows[at : at + 200]), log_seq=seq)
-    assert_copy_is_exact(store)
-    assert store.query("SELECT count() FROM error_events") == [(sum(r["type"] == "error" for r in rows),)]
+        chdb_store.append(rows_to_table(rows[at : at + 200]), log_seq=seq)
+    assert_copy_is_exact(chdb_store)
+    assert chdb_store.query("SELECT count() FROM error_events") == [(sum(r["type"] == "error" for r in rows),)]
 
 
 def test_cherr002_upgrading_a_database_fills_the_copy_from_its_events(chdb_settings):
@@ -82,20 +74,15 @@ def test_cherr002_upgrading_a_database_fills_the_copy_from_its_events(chdb_setti
     upgraded.close()
 
 
-def test_cherr003_a_crash_between_insert_and_position_leaves_each_error_once(chdb_settings, tmp_path):
+def test_cherr003_a_crash_between_insert_and_position_leaves_each_error_once(
+    chdb_settings, chdb_client, chdb_database, tmp_path
+):
     rows = error_rows(random.Random(24), 150)
     parts = [rows[:200], rows[200:400], rows[400:]]
-    event_log = EventLog(tmp_path / "log")
-    seqs = [event_log.append(rows_to_table(part)) for part in parts]
-    store, _ = open_event_store(chdb_settings)
-    store.append(rows_to_table(parts[0]), log_seq=seqs[0])
-    # ClickHouse took the next insert (and the view its error rows) but the process died before the position.
-    orphan = rows_to_table(parts[1] + parts[2])
-    store.client.insert_arrow(
-        "events", orphan.append_column("log_seq", pa.array([seqs[2]] * orphan.num_rows, pa.uint64()))
-    )
-    assert store.query("SELECT count() FROM error_events WHERE log_seq = {s:UInt64}", {"s": seqs[2]}) != [(0,)]
-    store.close()
+    # ClickHouse took the last two records (and the view their error rows) but the process died before the position.
+    event_log = crash_before_position(chdb_settings, tmp_path / "log", parts)
+    copied = chdb_client.query(f"SELECT count() FROM `{chdb_database}`.error_events").result_rows
+    assert copied == [(sum(r["type"] == "error" for r in rows),)]
 
     store, _ = open_event_store(chdb_settings)  # recovery deletes the orphan rows from both tables
     assert_copy_is_exact(store)
@@ -121,16 +108,16 @@ def test_cherr004_an_orphan_error_row_alone_is_removed_too(chdb_settings):
     store.close()
 
 
-def test_cherr005_deletes_take_the_error_rows_with_them(store):
+def test_cherr005_deletes_take_the_error_rows_with_them(chdb_store):
     rows = error_rows(random.Random(27), 300)
-    store.append(rows_to_table(rows))
-    store.delete_site(2)
-    assert_copy_is_exact(store)
-    assert store.query("SELECT count() FROM error_events WHERE site_id = 2") == [(0,)]
+    chdb_store.append(rows_to_table(rows))
+    chdb_store.delete_site(2)
+    assert_copy_is_exact(chdb_store)
+    assert chdb_store.query("SELECT count() FROM error_events WHERE site_id = 2") == [(0,)]
     start, end = datetime(2026, 3, 10), datetime(2026, 3, 20)
-    store.delete_range(1, start, end)
-    assert_copy_is_exact(store)
-    assert store.query(
+    chdb_store.delete_range(1, start, end)
+    assert_copy_is_exact(chdb_store)
+    assert chdb_store.query(
         "SELECT count() FROM error_events WHERE site_id = 1 AND timestamp >= {s:DateTime64(3)} "
         "AND timestamp < {e:DateTime64(3)}",
         {"s": start, "e": end},
@@ -154,9 +141,9 @@ def error_queries(scope: Scope, message: str, bucket: str, d: Dialect) -> dict[s
     }
 
 
-def test_cherr006_error_queries_read_the_same_answers_from_the_copy(store):
+def test_cherr006_error_queries_read_the_same_answers_from_the_copy(chdb_store):
     rng = random.Random(28)
-    store.append(rows_to_table(error_rows(rng, 600)))
+    chdb_store.append(rows_to_table(error_rows(rng, 600)))
     from_events = dataclasses.replace(CLICKHOUSE, error_rows="events")
     answered = 0
     for case in range(12):
@@ -168,7 +155,7 @@ def test_cherr006_error_queries_read_the_same_answers_from_the_copy(store):
         for name, query in error_queries(scope, message, bucket, CLICKHOUSE).items():
             sql, params = CLICKHOUSE.bind(query)
             assert "FROM error_events" in sql
-            answer = store.query(sql, params)
-            assert answer == store.query(*from_events.bind(plain[name])), (name, case, scope)
+            answer = chdb_store.query(sql, params)
+            assert answer == chdb_store.query(*from_events.bind(plain[name])), (name, case, scope)
             answered += bool(answer)
     assert answered > 20  # most windows hold errors

@@ -8,17 +8,14 @@ import random
 from datetime import datetime
 from typing import Any
 
-import pyarrow as pa
-import pytest
-
 from api_backend.query.facts import FIRST_SET_PARAMETERS
 from api_backend.store.clickhouse_schema import SCHEMA_TABLE, sessions_final_sql
 from api_backend.store.duckdb import DuckDBEventStore
-from api_backend.store.eventlog import EventLog
 from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter
 from tests.store.test_session_facts import random_events
+from tests.support.clickhouse import crash_before_position
 
 COLUMNS = (
     "site_id, session_id, first_seen, last_seen, pageviews, events, user_value, users, entry_page, exit_page, channel, "
@@ -42,22 +39,15 @@ def duckdb_facts(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return finished(duck)
 
 
-@pytest.fixture
-def store(chdb_settings):
-    store, _ = open_event_store(chdb_settings)
-    yield store
-    store.close()
-
-
-def test_chfacts001_batches_in_any_order_give_duckdbs_sessions(store):
+def test_chfacts001_batches_in_any_order_give_duckdbs_sessions(chdb_store):
     rng = random.Random(11)
     rows = random_events(rng, 400)
     shuffled = rows[:]
     rng.shuffle(shuffled)
     for at in range(0, len(shuffled), 250):
-        store.append(rows_to_table(shuffled[at : at + 250]))
-    assert store.query("SELECT count() > 400 FROM sessions") == [(True,)]  # parts not merged yet: reads merge them
-    assert finished(store) == duckdb_facts(rows)
+        chdb_store.append(rows_to_table(shuffled[at : at + 250]))
+    assert chdb_store.query("SELECT count() > 400 FROM sessions") == [(True,)]  # parts not merged yet: reads merge them
+    assert finished(chdb_store) == duckdb_facts(rows)
 
 
 def test_chfacts002_upgrading_a_database_fills_the_table_from_its_events(chdb_settings):
@@ -83,16 +73,8 @@ def test_chfacts002_upgrading_a_database_fills_the_table_from_its_events(chdb_se
 def test_chfacts003_a_crash_between_insert_and_position_leaves_each_event_counted_once(chdb_settings, tmp_path):
     rows = random_events(random.Random(14), 150)
     parts = [rows[:200], rows[200:400], rows[400:]]
-    event_log = EventLog(tmp_path / "log")
-    seqs = [event_log.append(rows_to_table(part)) for part in parts]
-    store, _ = open_event_store(chdb_settings)
-    store.append(rows_to_table(parts[0]), log_seq=seqs[0])
-    # ClickHouse took the next insert (and the view its sessions) but the process died before the position.
-    orphan = rows_to_table(parts[1] + parts[2])
-    store.client.insert_arrow(
-        "events", orphan.append_column("log_seq", pa.array([seqs[2]] * orphan.num_rows, pa.uint64()))
-    )
-    store.close()
+    # ClickHouse took the last two records (and the view their sessions) but the process died before the position.
+    event_log = crash_before_position(chdb_settings, tmp_path / "log", parts)
 
     store, _ = open_event_store(chdb_settings)  # recovery deletes the orphan rows and rebuilds their sessions
     assert finished(store) == duckdb_facts(parts[0])
@@ -101,13 +83,13 @@ def test_chfacts003_a_crash_between_insert_and_position_leaves_each_event_counte
     store.close()
 
 
-def test_chfacts004_deletes_take_the_sessions_with_them(store):
+def test_chfacts004_deletes_take_the_sessions_with_them(chdb_store):
     rows = random_events(random.Random(15), 200)
-    store.append(rows_to_table(rows))
-    store.delete_site(2)
+    chdb_store.append(rows_to_table(rows))
+    chdb_store.delete_site(2)
     kept = [r for r in rows if r["site_id"] != 2]
-    assert finished(store) == duckdb_facts(kept)
+    assert finished(chdb_store) == duckdb_facts(kept)
     start, end = datetime(2026, 3, 10), datetime(2026, 3, 20)
-    store.delete_range(1, start, end)
+    chdb_store.delete_range(1, start, end)
     kept = [r for r in kept if not (r["site_id"] == 1 and start <= r["timestamp"] < end)]
-    assert finished(store) == duckdb_facts(kept)
+    assert finished(chdb_store) == duckdb_facts(kept)

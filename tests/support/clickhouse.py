@@ -16,10 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
+from api_backend.store.eventlog import EventLog
+from api_backend.store.events import rows_to_table
+from api_backend.store.open import open_event_store
 
 __all__ = [
     "chdb_client",
@@ -27,7 +31,9 @@ __all__ = [
     "chdb_path",
     "chdb_services",
     "chdb_settings",
+    "chdb_store",
     "chdb_url",
+    "crash_before_position",
     "drop_database",
     "fresh_database",
 ]
@@ -90,3 +96,29 @@ def chdb_services(chdb_settings: Settings) -> Iterator[Services]:
     services = open_services(chdb_settings)
     yield services
     services.close()
+
+
+@pytest.fixture
+def chdb_store(chdb_settings: Settings) -> Iterator[Any]:
+    """The ClickHouse event store alone on this test's database."""
+    store, _ = open_event_store(chdb_settings)
+    yield store
+    store.close()
+
+
+def crash_before_position(settings: Settings, log_path: Path, parts: list[list[dict[str, Any]]]) -> EventLog:
+    """A ClickHouse store left as by a crash between an insert and its log position; returns the event log.
+
+    Every part is a record of the log. The first is copied with its position; the rest reach ClickHouse as one
+    insert carrying the last record's position (its views ran too), and the process dies before writing it.
+    """
+    event_log = EventLog(log_path)
+    seqs = [event_log.append(rows_to_table(part)) for part in parts]
+    store, _ = open_event_store(settings)
+    store.append(rows_to_table(parts[0]), log_seq=seqs[0])
+    orphan = rows_to_table([row for part in parts[1:] for row in part])
+    store.client.insert_arrow(
+        "events", orphan.append_column("log_seq", pa.array([seqs[-1]] * orphan.num_rows, pa.uint64()))
+    )
+    store.close()
+    return event_log
