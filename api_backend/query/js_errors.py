@@ -47,6 +47,16 @@ er AS (SELECT session_id, event_name, {_prop(d, p, "message")} AS msg FROM fe WH
     return p.query(sql)
 
 
+# An occurrence's columns before those read from ``props``, in the order the route returns them, and the
+# expressions of those that are not the event's own column of that name.
+_OCCURRENCE_COLUMNS = (
+    "timestamp", "session_id", "user_id", "pathname", "hostname", "page_title", "referrer", "browser",
+    "browser_version", "operating_system", "operating_system_version", "device_type", "country", "region", "city",
+    '"errorName"',
+)  # fmt: skip
+_OCCURRENCE_SOURCES = {"user_id": EFFECTIVE_USER, '"errorName"': "event_name"}
+
+
 def build_error_events_query(scope: Scope, message: str, limit: int, offset: int, d: Dialect) -> Query:
     """The occurrences of ``message``, newest first, with ``total_count`` (one row even past the end).
 
@@ -60,22 +70,17 @@ def build_error_events_query(scope: Scope, message: str, limit: int, offset: int
         casts = [d.to_bigint(d.to_double(_prop(d, p, k))) for k in keys]
         return f"coalesce({', '.join(casts)})"
 
-    # The page's columns before those read from ``props``, in the order the route returns them.
-    described = (
-        "timestamp, session_id, user_id, pathname, hostname, page_title, referrer, browser, browser_version, "
-        'operating_system, operating_system_version, device_type, country, region, city, "errorName"'
-    )
+    sources = _OCCURRENCE_SOURCES
+    columns = ", ".join(f"{sources[c]} AS {c}" if c in sources else c for c in _OCCURRENCE_COLUMNS)
     occurrences = f"""
-  SELECT timestamp, session_id, {EFFECTIVE_USER} AS user_id, pathname, hostname, page_title, referrer, browser,
-    browser_version, operating_system, operating_system_version, device_type, country, region, city,
-    event_name AS "errorName", props
+  SELECT {columns}, props
   FROM fe WHERE type = 'error' AND {_prop(d, p, "message")} = {p.add(message)}"""
     skipped = p.add(offset)
     sql = f"""{ctes},
 {d.cte("ev", occurrences, materialized=True)},
 page AS (SELECT * FROM ev ORDER BY timestamp DESC, session_id LIMIT {p.add(limit)} OFFSET {skipped}),
 ranked AS (
-  SELECT {described},
+  SELECT {", ".join(_OCCURRENCE_COLUMNS)},
     {_prop(d, p, "message")} AS message,
     {_prop(d, p, "stack")} AS stack,
     coalesce(nullif({_prop(d, p, "fileName")}, ''), {_prop(d, p, "filename")}) AS "fileName",
