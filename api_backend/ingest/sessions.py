@@ -3,6 +3,10 @@
 ``SessionTracker`` keeps ``(site_id, visitor) -> (session_id, last_seen)`` in memory. Entries idle longer than
 the timeout are pruned now and then, so memory follows the number of live visitors. At start-up the map is
 recovered from the event store (``recover``), so a restart does not split sessions that are still live.
+
+A new session's id is a UUID version 7 in 32 hex digits (``new_session_id``): its first 12 digits are the
+milliseconds since the epoch of the event that opened it. The store finds the stored sessions a batch continues
+among those that began at most a little before that time (``store/sessions.py``), not among all of them.
 """
 
 from __future__ import annotations
@@ -12,10 +16,19 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-__all__ = ["SESSION_TIMEOUT", "SessionTracker"]
+__all__ = ["SESSION_TIMEOUT", "SessionTracker", "new_session_id"]
 
 SESSION_TIMEOUT = timedelta(minutes=30)
 _PRUNE_EVERY = timedelta(minutes=1)
+_EPOCH = datetime(1970, 1, 1)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def new_session_id(now: datetime) -> str:
+    """The id of a session opened at ``now`` (naive UTC): a UUID version 7 whose time is ``now`` to the millisecond."""
+    # A version 4 UUID is random but for its version (digit 12) and variant (digit 16, which version 7 shares).
+    random_part = uuid.uuid4().hex
+    return f"{(now - _EPOCH) // _MILLISECOND:012x}7{random_part[13:]}"
 
 
 class SessionTracker:
@@ -52,7 +65,7 @@ class SessionTracker:
                 # An event stamped earlier than the last one (clock step) must not move last_seen back.
                 self._live[key] = (session_id, max(now, current[1]))
             else:
-                session_id = uuid.uuid4().hex
+                session_id = new_session_id(now)
                 self._live[key] = (session_id, now)
             if self._next_prune is None or now >= self._next_prune:
                 self._prune(now)
@@ -71,7 +84,7 @@ class SessionTracker:
                     if now > current[1]:
                         live[key] = (session_id, now)
                 else:
-                    session_id = uuid.uuid4().hex
+                    session_id = new_session_id(now)
                     live[key] = (session_id, now)
                 out.append(session_id)
             if self._next_prune is None or now >= self._next_prune:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from netaddr import IPSet
 
 from api_backend.ingest.bots import is_bot
 from api_backend.ingest.geo import BundledLocator, GeoLocation, MaxMindLocator, open_locator
-from api_backend.ingest.sessions import SessionTracker
+from api_backend.ingest.sessions import SessionTracker, new_session_id
 from api_backend.ingest.useragent import device_type, parse_user_agent
 from api_backend.ingest.visitor import visitor_id
 
@@ -170,3 +171,15 @@ def test_enrich007_session_tracker_timeout_and_recovery():
     # Old entries are pruned, so memory follows live visitors only.
     restarted.session_for(3, "w", start + timedelta(hours=5))
     assert len(restarted) == 1
+
+
+def test_enrich008_a_new_session_id_is_a_uuid7_holding_the_time_of_its_first_event():
+    opened = datetime(2026, 3, 1, 9, 0, 12, 345678)
+    tracker = SessionTracker()
+    first = tracker.session_for(1, "v", opened)
+    assert uuid.UUID(first).version == 7 and uuid.UUID(first).hex == first
+    assert int(first[:12], 16) == int((opened - datetime(1970, 1, 1)).total_seconds() * 1000)  # to the millisecond
+    assert tracker.session_for(1, "v", opened + timedelta(minutes=20)) == first  # a continued session keeps its id
+    (batch,) = tracker.sessions_for([(2, "w")], opened + timedelta(hours=3))
+    assert batch[:12] == new_session_id(opened + timedelta(hours=3))[:12]
+    assert len({new_session_id(opened) for _ in range(1000)}) == 1000  # the rest of the id is random
