@@ -26,6 +26,7 @@ from api_backend.store.sessions import (
     build_sessions_fill,
     build_sessions_upgrade,
     build_sessions_upsert,
+    build_unbounded_list,
 )
 
 __all__ = ["DuckDBEventStore"]
@@ -128,16 +129,24 @@ class DuckDBEventStore:
         self._fold_pending = [*build_sessions_upsert("sessions_pending"), Query("DELETE FROM sessions_pending")]
 
     def _open_sessions(self) -> None:
-        """Create the per-session facts table; a database from before it existed gets it filled once, here."""
-        (exists,) = self._con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-            "AND schema_name = 'main' AND table_name = 'sessions'"
-        ).fetchone() or (0,)
-        if exists:
+        """Create the per-session facts table and the list of sessions a fold must search for in full; a database from
+        before either existed gets it filled once, here."""
+        if self._has_table("sessions"):
             self._add_session_columns()
-            return
-        # The fill covers every stored event, so none is left pending.
-        self._in_one_transaction([Query(SESSIONS_DDL), build_sessions_fill(), Query("DELETE FROM sessions_pending")])
+        else:
+            # The fill covers every stored event, so none is left pending.
+            statements = [Query(SESSIONS_DDL), build_sessions_fill(), Query("DELETE FROM sessions_pending")]
+            self._in_one_transaction(statements)
+        if not self._has_table("sessions_unbounded"):
+            self._in_one_transaction(build_unbounded_list())
+
+    def _has_table(self, name: str) -> bool:
+        (count,) = self._con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'main' AND table_name = ?",
+            [name],
+        ).fetchone() or (0,)
+        return bool(count)
 
     def _add_session_columns(self) -> None:
         """A ``sessions`` table from an earlier version gets the columns added since, filled for every session."""
@@ -279,6 +288,7 @@ class DuckDBEventStore:
                     Query("DELETE FROM events WHERE site_id = $site", site),
                     Query("DELETE FROM sessions WHERE site_id = $site", site),
                     Query("DELETE FROM sessions_pending WHERE site_id = $site", site),
+                    Query("DELETE FROM sessions_unbounded WHERE site_id = $site", site),
                 ]
             )
             (pending,) = self._con.execute("SELECT count(*) FROM sessions_pending").fetchone() or (0,)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from api_backend.ingest.sessions import new_session_id
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
 from api_backend.query.goals import (
@@ -39,6 +40,7 @@ from api_backend.store import sessions as sessions_module
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
 from api_backend.store.events import rows_to_table
+from api_backend.store.sessions import OPENED_SLACK, build_sessions_upsert
 from api_backend.store.writer import BatchWriter
 
 SITES = (1, 2, 3)
@@ -413,6 +415,105 @@ def test_facts020_a_table_from_before_pathnames_gets_them_from_stored_and_pendin
     reopened.close()
 
 
+def with_opened_ids(rows: list[dict[str, Any]], rng: random.Random, kinds: tuple[str, ...]) -> set[str]:
+    """Give each session of ``rows`` an id holding an opening time of one of ``kinds``; return the ids of those
+    whose events lie more than the slack before that time (the ones a fold's time bound must not be trusted for).
+
+    ``tracker``: opened at its first event, as ingestion opens sessions; ``stepped``: opened up to the slack after
+    it (a clock stepped back); ``long``: opened days before it; ``early``: events older than the id's time less the
+    slack (another writer); ``legacy``: an id without a time.
+    """
+    first: dict[str, datetime] = {}
+    for row in rows:
+        first[row["session_id"]] = min(first.get(row["session_id"], row["timestamp"]), row["timestamp"])
+    ids, early = {}, set()
+    for old, at in sorted(first.items()):
+        kind = rng.choice(kinds)
+        if kind == "legacy":
+            ids[old] = f"legacy-{old}"
+            continue
+        shift = {
+            "tracker": timedelta(0),
+            "stepped": rng.random() * (OPENED_SLACK - timedelta(seconds=1)),
+            "long": -timedelta(days=rng.randrange(1, 20)),
+            "early": OPENED_SLACK + timedelta(seconds=rng.randrange(1, 4 * 3600)),
+        }[kind]
+        ids[old] = new_session_id(at + shift)
+        if kind == "early":
+            early.add(ids[old])
+    for row in rows:
+        row["session_id"] = ids[row["session_id"]]
+    return early
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [("tracker", "stepped", "long"), ("tracker", "tracker", "stepped", "long", "early", "legacy")],
+    ids=["bounded", "mixed"],
+)
+def test_facts022_batches_find_their_stored_sessions_from_the_time_in_their_ids(monkeypatch, kinds):
+    """Sessions continued by later batches in any order stay one row each, whatever their ids say, and the sessions
+    whose events predate their ids' time are listed for a full search."""
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)
+    rng = random.Random(len(kinds))
+    rows = random_events(rng, 600)
+    early = with_opened_ids(rows, rng, kinds)
+    store = DuckDBEventStore(":memory:")
+    append_shuffled(store, rows, rng)
+    assert session_rows(store) == rebuilt(rows)
+    assert {r[0] for r in store.query("SELECT session_id FROM sessions_unbounded")} == early
+    assert store.query("SELECT count(*) FROM sessions_unbounded") == [(len(early),)]  # each listed once
+
+
+def fold_since(store: DuckDBEventStore, rows: list[dict[str, Any]]) -> datetime | None:
+    """Fold ``rows`` as a batch on the store's connection; return the time from which it searched (None: all)."""
+    cur = store._con.cursor()
+    cur.register("incoming_batch", rows_to_table(rows))
+    for query in build_sessions_upsert("incoming_batch"):
+        cur.execute(query.sql, query.params).fetchall()
+    (since,) = cur.execute("SELECT getvariable('sitelens_fold_since')").fetchone() or (None,)
+    cur.close()
+    return since
+
+
+def test_facts023_a_fold_searches_from_its_earliest_opening_time_unless_an_id_cannot_be_trusted():
+    store = DuckDBEventStore(":memory:")
+    t1, t2 = datetime(2026, 3, 1, 9, 0, 0, 250000), datetime(2026, 3, 2, 18, 30)
+    a, b = new_session_id(t1), new_session_id(t2)
+    event = {"site_id": 1, "type": "pageview", "user_id": "v"}
+    assert fold_since(store, [{**event, "session_id": a, "timestamp": t1}]) == t1 - OPENED_SLACK
+    continued = [{**event, "session_id": b, "timestamp": t2}, {**event, "session_id": a, "timestamp": t2}]
+    assert fold_since(store, continued) == t1 - OPENED_SLACK
+    assert fold_since(store, [{**event, "session_id": "s1", "timestamp": t2}]) is None  # no time in the id
+    c = new_session_id(t2)
+    assert fold_since(store, [{**event, "session_id": c, "timestamp": t2 - 2 * OPENED_SLACK}]) is None  # too early
+    assert fold_since(store, [{**event, "session_id": c, "timestamp": t2}]) is None  # listed for good
+    assert fold_since(store, [{**event, "session_id": b, "timestamp": t2}]) == t2 - OPENED_SLACK
+    assert store.query("SELECT session_id FROM sessions_unbounded") == [(c,)]
+    assert store.query("SELECT session_id, events FROM sessions ORDER BY 1") == sorted(
+        [(a, 2), (b, 2), ("s1", 1), (c, 2)]
+    )
+
+
+def test_facts024_a_file_from_before_the_list_gets_it_filled_at_open(tmp_path):
+    t = datetime(2026, 3, 1, 12, 0)
+    early, fine = new_session_id(t), new_session_id(t)
+    event = {"site_id": 1, "type": "pageview", "user_id": "v"}
+    store = DuckDBEventStore(tmp_path / "events.duckdb")
+    store.append(rows_to_table([{**event, "session_id": early, "timestamp": t - 3 * OPENED_SLACK}]))
+    store.append(rows_to_table([{**event, "session_id": fine, "timestamp": t}]))
+    store.query("SELECT count(*) FROM sessions")  # folds what is pending
+    store._con.execute("DROP TABLE sessions_unbounded")  # what a file from before the list looks like
+    store.close()
+
+    reopened = DuckDBEventStore(tmp_path / "events.duckdb")
+    assert reopened.query("SELECT session_id FROM sessions_unbounded") == [(early,)]
+    later = [{**event, "session_id": sid, "timestamp": t + timedelta(minutes=5)} for sid in (early, fine)]
+    reopened.append(rows_to_table(later * 3000))  # folded at once: continues both sessions
+    assert reopened.query("SELECT session_id, events FROM sessions ORDER BY 1") == sorted([(early, 3001), (fine, 3001)])
+    reopened.close()
+
+
 def test_facts013_sessions_sharing_a_key_are_told_apart_by_their_ids(monkeypatch):
     """The key only narrows the search: ids with the same key stay separate sessions, each continued rightly."""
     monkeypatch.setattr(sessions_module, "SESSION_KEY", "CAST(7 AS UBIGINT)")  # every session gets one key
@@ -451,8 +552,10 @@ def test_facts007_deleting_a_site_deletes_its_sessions():
     store = DuckDBEventStore(":memory:")
     rows = random_events(random.Random(8), 100)
     store.append(rows_to_table(rows))
+    store._con.execute("INSERT INTO sessions_unbounded VALUES (1, 's1'), (2, 's2')")
     store.delete_site(1)
     assert store.query("SELECT count(*) FROM sessions_pending WHERE site_id = 1") == [(0,)]  # not folded later
+    assert store.query("SELECT site_id FROM sessions_unbounded") == [(2,)]
     assert store.query("SELECT count(*) FROM sessions WHERE site_id = 1") == [(0,)]
     assert session_rows(store) == rebuilt([r for r in rows if r["site_id"] != 1])
 
