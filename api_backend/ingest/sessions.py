@@ -11,8 +11,8 @@ among those that began at most a little before that time (``store/sessions.py``)
 
 from __future__ import annotations
 
+import os
 import threading
-import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
@@ -22,13 +22,24 @@ SESSION_TIMEOUT = timedelta(minutes=30)
 _PRUNE_EVERY = timedelta(minutes=1)
 _EPOCH = datetime(1970, 1, 1)
 _MILLISECOND = timedelta(milliseconds=1)
+# A random hex digit made a UUID variant digit (binary 10xx).
+_VARIANT = {digit: "89ab"[int(digit, 16) % 4] for digit in "0123456789abcdef"}
+
+
+def _opened(now: datetime) -> str:
+    """The first 13 digits of the ids of sessions opened at ``now``: its milliseconds since the epoch, version 7."""
+    return f"{(now - _EPOCH) // _MILLISECOND:012x}7"
+
+
+def _random_part() -> str:
+    """The last 19 digits of a new session id: random, but for the variant digit."""
+    digits = os.urandom(10).hex()
+    return digits[:3] + _VARIANT[digits[3]] + digits[4:19]
 
 
 def new_session_id(now: datetime) -> str:
     """The id of a session opened at ``now`` (naive UTC): a UUID version 7 whose time is ``now`` to the millisecond."""
-    # A version 4 UUID is random but for its version (digit 12) and variant (digit 16, which version 7 shares).
-    random_part = uuid.uuid4().hex
-    return f"{(now - _EPOCH) // _MILLISECOND:012x}7{random_part[13:]}"
+    return _opened(now) + _random_part()
 
 
 class SessionTracker:
@@ -76,6 +87,7 @@ class SessionTracker:
         out = []
         live = self._live
         timeout = self.timeout
+        opened = _opened(now)
         with self._lock:
             for key in visitors:
                 current = live.get(key)
@@ -84,7 +96,7 @@ class SessionTracker:
                     if now > current[1]:
                         live[key] = (session_id, now)
                 else:
-                    session_id = new_session_id(now)
+                    session_id = opened + _random_part()
                     live[key] = (session_id, now)
                 out.append(session_id)
             if self._next_prune is None or now >= self._next_prune:
