@@ -144,8 +144,8 @@ def build_sessions_upsert(source: str) -> list[Query]:
     of the sessions already stored (``session_match``); only those rows are updated, and the others inserted. (A
     ``MERGE`` reads every column it may update from every stored row, and a join on the id reads every stored id: at
     2.6M sessions the three steps take about 45 ms for 5,000 sessions, the join on the id 84 ms, and the gap grows
-    with the table.) A session whose events the batch finds too old for its id is listed in ``sessions_unbounded``
-    before the bound is taken, so this very fold already searches every row.
+    with the table.) A session whose events the batch finds too old for its id leaves the fold without a bound, so
+    it searches every row, and is listed in ``sessions_unbounded`` for the folds after it.
     """
     p = Params()
     updates = [
@@ -168,14 +168,15 @@ def build_sessions_upsert(source: str) -> list[Query]:
     return [
         p.query(f"CREATE OR REPLACE TEMP TABLE session_batch AS {_grouped(source, p)}"),
         Query(
-            "INSERT INTO sessions_unbounded SELECT b.site_id, b.session_id FROM session_batch AS b "
-            f"WHERE {_too_early('b')} AND NOT EXISTS ({listed})",
+            "SET VARIABLE sitelens_fold_since = (SELECT CASE WHEN bool_or(opened IS NULL OR listed OR first_seen < "
+            f"opened - $slack) THEN NULL ELSE min(opened) - $slack END FROM (SELECT b.first_seen, "
+            f"{session_opened('b.session_id')} AS opened, EXISTS ({listed}) AS listed FROM session_batch AS b) AS o)",
             slack,
         ),
+        # Only a fold without a bound can hold a session found too early (the condition is constant otherwise).
         Query(
-            "SET VARIABLE sitelens_fold_since = (SELECT CASE WHEN bool_or(opened IS NULL OR listed) THEN NULL "
-            f"ELSE min(opened) - $slack END FROM (SELECT {session_opened('b.session_id')} AS opened, "
-            f"EXISTS ({listed}) AS listed FROM session_batch AS b) AS o)",
+            "INSERT INTO sessions_unbounded SELECT b.site_id, b.session_id FROM session_batch AS b "
+            f"WHERE getvariable('sitelens_fold_since') IS NULL AND {_too_early('b')} AND NOT EXISTS ({listed})",
             slack,
         ),
         # Candidates by the narrow key, then the ids of just those rows (fetched by rowid), then the true matches.
