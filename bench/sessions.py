@@ -1,6 +1,7 @@
 """The sessions table, measured on a seeded file: reads from it against the event grouping, and what it costs to keep.
 
     python -m bench.sessions --data-dir bench/data/reads-10000000 [--runs 5] [--apply-events 100000]
+    python -m bench.sessions --data-dir bench/data/scale-100000000 --apply-only --batch 10000
 
 1. **Reads**: the overview, its daily time series and the metric by channel and by pathname over the seeded window,
    built by the route's builder (whole sessions from ``sessions``, edge sessions from events) and by the event
@@ -8,7 +9,8 @@
    are checked equal before any time counts. ``--reads-only`` stops here.
 2. **Upgrade**: the time to fill the table from every event once (a file from before the table, opened).
 3. **Apply**: new events appended in batches of ``--batch`` into a copy of the file, with the sessions table kept
-   and without it, interleaved; the difference per event is what keeping the table costs the writer.
+   and without it, interleaved; the difference per event is what keeping the table costs the writer. The new
+   sessions get ids as ingestion gives them (``new_session_id``). ``--apply-only`` skips the reads and the upgrade.
 
 Prints one JSON object; the figures are copied by hand into ``bench/analysis.md``.
 """
@@ -28,6 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from api_backend.ingest.sessions import new_session_id
 from api_backend.query.dialect import DUCKDB
 from api_backend.query.metric import build_metric_events_query, build_metric_query
 from api_backend.query.overview import (
@@ -93,20 +96,24 @@ def _ms(values: list[float]) -> dict[str, float]:
     return {"median_ms": round(statistics.median(values) * 1000, 1), "min_ms": round(min(values) * 1000, 1)}
 
 
-def _new_events(n: int, start: datetime) -> list[pa.Table]:
-    """``n`` pageviews of new sessions (1-7 events, 20 s apart) after ``start``, in time order."""
+def _new_events(n: int, start: datetime, *, opened_ids: bool = True) -> list[pa.Table]:
+    """``n`` pageviews of new sessions (1-7 events, 20 s apart) after ``start``, in time order.
+
+    Their ids hold the time they opened, as ingestion gives them; without ``opened_ids``, ids of a form without a
+    time (an earlier version's), for which a fold searches every stored session.
+    """
     rng = random.Random(20261126)
     rows: list[dict[str, Any]] = []
     while len(rows) < n:
-        sid = f"{rng.getrandbits(64):016x}"
         at = start + timedelta(milliseconds=50 * len(rows))
+        sid = new_session_id(at) if opened_ids else f"{rng.getrandbits(64):016x}"
         for i in range(rng.randrange(1, 8)):
             rows.append(
                 {
                     "site_id": 1,
                     "timestamp": at + timedelta(seconds=20 * i),
                     "session_id": sid,
-                    "user_id": sid[:8],
+                    "user_id": sid[-8:],
                     "type": "pageview",
                     "pathname": f"/p{i}",
                     "referrer": "https://www.example.org/",
@@ -120,11 +127,18 @@ def _new_events(n: int, start: datetime) -> list[pa.Table]:
 
 
 def _apply(source: Path, work: Path, last: datetime, n: int, batch: int, rounds: int) -> dict[str, Any]:
-    tables = _new_events(n, last)
-    batches = [b for t in tables for b in t.to_batches(max_chunksize=batch)]
-    times: dict[str, list[float]] = {"with sessions": [], "events only": []}
+    def batches(tables: list[pa.Table]) -> list[pa.RecordBatch]:
+        return [b for t in tables for b in t.to_batches(max_chunksize=batch)]
+
+    opened = batches(_new_events(n, last))
+    inputs = {
+        "with sessions": opened,
+        "with sessions, ids without a time": batches(_new_events(n, last, opened_ids=False)),
+    }
+    inputs["events only"] = opened
+    times: dict[str, list[float]] = {label: [] for label in inputs}
     for _ in range(rounds):
-        for label in times:
+        for label, appended in inputs.items():
             shutil.copy(source, work)
             store = DuckDBEventStore(work)
             fold_rows = duckdb_store.FOLD_ROWS
@@ -133,7 +147,7 @@ def _apply(source: Path, work: Path, last: datetime, n: int, batch: int, rounds:
                 store._fold_incoming = [Query("SET VARIABLE sitelens_bench_noop = 1")]
             try:
                 started = time.perf_counter()
-                for b in batches:
+                for b in appended:
                     store.append(pa.Table.from_batches([b]))
                 store.query("SELECT count(*) FROM sessions")  # what is still pending folds here
                 times[label].append(time.perf_counter() - started)
@@ -166,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--apply-events", type=int, default=100_000, help="events appended per apply round")
     parser.add_argument("--batch", type=int, default=5_000, help="events per append (one writer transaction)")
     parser.add_argument("--reads-only", action="store_true", help="only the reads (no upgrade or apply rounds)")
+    parser.add_argument("--apply-only", action="store_true", help="only the apply rounds (no reads or upgrade)")
     args = parser.parse_args(argv)
     memory_limit = load_settings({}, data_dir=str(args.data_dir)).duckdb_memory_limit or None
     source: Path = args.data_dir / "events.duckdb"
@@ -173,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         shutil.copy(source, work)
         store = DuckDBEventStore(work, memory_limit=memory_limit)  # fills the table if the file predates it
-        reads = _reads(store, args.runs)
+        reads = {} if args.apply_only else _reads(store, args.runs)
         events = store.count()
         if args.reads_only:
             store.close()
@@ -183,12 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         store.close()
         shutil.copy(work, source.with_name("sessions-source.duckdb"))  # the source with its table, for the rounds
         source = source.with_name("sessions-source.duckdb")
-        result = {
-            "events": events,
-            "reads": reads,
-            "upgrade": _upgrade(source, work),
-            "apply": _apply(source, work, last, args.apply_events, args.batch, rounds=2),
-        }
+        result = {"events": events, "batch": args.batch}
+        if not args.apply_only:
+            result |= {"reads": reads, "upgrade": _upgrade(source, work)}
+        result["apply"] = _apply(source, work, last, args.apply_events, args.batch, rounds=2)
     finally:
         work.unlink(missing_ok=True)
         args.data_dir.joinpath("sessions-source.duckdb").unlink(missing_ok=True)
