@@ -106,7 +106,8 @@ def _new_events(n: int, start: datetime, *, opened_ids: bool = True) -> list[pa.
     rows: list[dict[str, Any]] = []
     while len(rows) < n:
         at = start + timedelta(milliseconds=50 * len(rows))
-        sid = new_session_id(at) if opened_ids else f"{rng.getrandbits(64):016x}"
+        bits = rng.getrandbits(64)  # drawn either way, so both kinds of id get the same sessions
+        sid = new_session_id(at) if opened_ids else f"{bits:016x}"
         for i in range(rng.randrange(1, 8)):
             rows.append(
                 {

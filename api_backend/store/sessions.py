@@ -18,15 +18,14 @@ two partial rows of the same session can be combined into (a later batch may bri
   batch finds its stored sessions by; the id itself is compared only where the key matches.
 
 A batch looks for its stored sessions among those opened recently, not among all of them: reading every stored key
-made a fold of 5,000 events into 26M sessions (100M events) take 251-257 ms, against 116-130 ms now. An id
+made a fold of 5,000 events into 27.8M sessions (100M events) take 251-257 ms, against 116-130 ms now. An id
 ingestion gives a new session holds the time it was opened (``ingest/sessions.py``, ``session_opened``), and
 ingestion stamps a session's events with their arrival, from then on, so its stored row has ``first_seen`` no
-earlier than that time. A fold
-searches the rows from the earliest opening time of its batch's sessions, less ``OPENED_SLACK`` (a clock may step
-back). Where that cannot be relied on, it searches every row: a batch with an id of another form (an earlier
-version's, a seeded one), or with a session listed in ``sessions_unbounded``, which records every session whose
-events were found older than its id's time less the slack (checked in each fold, and over the whole table once when
-a file gets the list). So the bound never hides a stored session.
+earlier than that time. A fold searches the rows from the earliest opening time of its batch's sessions, less
+``OPENED_SLACK`` (a clock may step back). Where that cannot be relied on, it searches every row: a batch with an id
+of another form (an earlier version's, a seeded one), or with a session listed in ``sessions_unbounded``, which
+records every session whose events were found older than its id's time less the slack (checked in each fold, and
+over the whole table once when a file gets the list). So the bound never hides a stored session.
 
 The aggregates come from ``api_backend.query.facts`` (built on ``query.filters``), so the table and the event
 queries cannot disagree.
