@@ -18,7 +18,7 @@ two partial rows of the same session can be combined into (a later batch may bri
   batch finds its stored sessions by; the id itself is compared only where the key matches.
 
 A batch looks for its stored sessions among those opened recently, not among all of them: reading every stored key
-made a fold of 5,000 events into 27.8M sessions (100M events) take 251-257 ms, against 116-130 ms now. An id
+made appending 5,000 events at a time to 27.8M sessions (100M events) cost 30.1 us per event, against 15.7 now. An id
 ingestion gives a new session holds the time it was opened (``ingest/sessions.py``, ``session_opened``), and
 ingestion stamps a session's events with their arrival, from then on, so its stored row has ``first_seen`` no
 earlier than that time. A fold searches the rows from the earliest opening time of its batch's sessions, less
