@@ -131,14 +131,15 @@ class DuckDBEventStore:
     def _open_sessions(self) -> None:
         """Create the per-session facts table and the list of sessions a fold must search for in full; a database from
         before either existed gets it filled once, here."""
-        if self._has_table("sessions"):
-            self._add_session_columns()
-        else:
+        filled = not self._has_table("sessions")
+        if filled:
             # The fill covers every stored event, so none is left pending.
             statements = [Query(SESSIONS_DDL), build_sessions_fill(), Query("DELETE FROM sessions_pending")]
             self._in_one_transaction(statements)
-        if not self._has_table("sessions_unbounded"):
-            self._in_one_transaction(build_unbounded_list())
+        else:
+            self._add_session_columns()
+        if filled or not self._has_table("sessions_unbounded"):  # the list describes the table's rows
+            self._in_one_transaction([Query("DROP TABLE IF EXISTS sessions_unbounded"), *build_unbounded_list()])
 
     def _has_table(self, name: str) -> bool:
         (count,) = self._con.execute(

@@ -495,7 +495,7 @@ def test_facts023_a_fold_searches_from_its_earliest_opening_time_unless_an_id_ca
     )
 
 
-def test_facts024_a_file_from_before_the_list_gets_it_filled_at_open(tmp_path):
+def test_facts024_a_file_from_before_the_list_or_a_table_filled_again_gets_the_list_at_open(tmp_path):
     t = datetime(2026, 3, 1, 12, 0)
     early, fine = new_session_id(t), new_session_id(t)
     event = {"site_id": 1, "type": "pageview", "user_id": "v"}
@@ -511,7 +511,15 @@ def test_facts024_a_file_from_before_the_list_gets_it_filled_at_open(tmp_path):
     later = [{**event, "session_id": sid, "timestamp": t + timedelta(minutes=5)} for sid in (early, fine)]
     reopened.append(rows_to_table(later * 3000))  # folded at once: continues both sessions
     assert reopened.query("SELECT session_id, events FROM sessions ORDER BY 1") == sorted([(early, 3001), (fine, 3001)])
+    # A table filled again from the events gets its list made again with it.
+    reopened._con.execute("DROP TABLE sessions")
+    reopened._con.execute("DELETE FROM sessions_unbounded")
     reopened.close()
+    refilled = DuckDBEventStore(tmp_path / "events.duckdb")
+    assert refilled.query("SELECT session_id FROM sessions_unbounded") == [(early,)]
+    refilled.append(rows_to_table(later * 3000))
+    assert refilled.query("SELECT session_id, events FROM sessions ORDER BY 1") == sorted([(early, 6001), (fine, 6001)])
+    refilled.close()
 
 
 def test_facts013_sessions_sharing_a_key_are_told_apart_by_their_ids(monkeypatch):
