@@ -135,8 +135,8 @@ def _apply(source: Path, work: Path, last: datetime, n: int, batch: int, rounds:
     inputs = {
         "with sessions": opened,
         "with sessions, ids without a time": batches(_new_events(n, last, opened_ids=False)),
+        "events only": opened,
     }
-    inputs["events only"] = opened
     times: dict[str, list[float]] = {label: [] for label in inputs}
     for _ in range(rounds):
         for label, appended in inputs.items():
