@@ -8,6 +8,8 @@ two partial rows of the same session can be combined into (a later batch may bri
 - ``first_seen`` / ``last_seen``: min / max event time; ``pageviews`` / ``events``: counts;
 - ``user_value`` / ``user_key``: the session's user (``filters.session_user``: last identified id, else last
   visitor id) and the key it won with; ``users``: the distinct per-event users (identified id, else visitor id);
+  ``user_number`` / ``user_text``: ``user_value`` as a number when it has a visitor id's form, else as it is
+  (``facts.user_number``), and ``users_count``, the length of ``users``: reads count distinct users from them;
 - ``entry_page`` / ``exit_page`` with the times of the first / last pageview; ``channel`` with its key
   (``filters.session_channel``);
 - for each parameter of ``FIRST_SET_PARAMETERS``: its first non-empty value (``<name>``) and that event's time
@@ -44,7 +46,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.facts import FIRST_SET_PARAMETERS, PATHNAMES, session_aggregates
+from api_backend.query.facts import FIRST_SET_PARAMETERS, PATHNAMES, session_aggregates, user_number, user_text
 from api_backend.query.sql import Params, Query
 
 __all__ = [
@@ -73,7 +75,8 @@ _COLUMNS = f"""(
   exit_page VARCHAR NOT NULL, exit_at TIMESTAMP,
   channel VARCHAR NOT NULL, channel_key BIGINT NOT NULL{_FIRST_SET_COLUMNS},
   session_key UBIGINT NOT NULL,
-  pathnames VARCHAR[] NOT NULL
+  pathnames VARCHAR[] NOT NULL,
+  user_number UBIGINT, user_text VARCHAR, users_count INTEGER NOT NULL
 )"""
 SESSIONS_DDL = f"CREATE TABLE IF NOT EXISTS sessions {_COLUMNS}"
 # The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_upgrade``).
@@ -109,12 +112,23 @@ def build_unbounded_list() -> list[Query]:
     ]
 
 
+def _user_forms(row: str) -> dict[str, str]:
+    """``user_number``, ``user_text`` and ``users_count`` of the row ``row`` (from its ``user_value`` and ``users``)."""
+    return {
+        "user_number": user_number(f"{row}.user_value"),
+        "user_text": user_text(f"{row}.user_value"),
+        "users_count": f"len({row}.users)",
+    }
+
+
 def _grouped(source: str, p: Params) -> str:
     select = ",\n  ".join(f"{agg} AS {name}" for name, agg in session_aggregates(DUCKDB, p))
-    return (
+    grouped = (
         f"SELECT site_id, session_id,\n  {select},\n  {SESSION_KEY} AS session_key,\n  {PATHNAMES} AS pathnames\n"
         f"FROM {source} GROUP BY site_id, session_id"
     )
+    forms = ", ".join(f"{form} AS {name}" for name, form in _user_forms("g").items())
+    return f"SELECT *, {forms} FROM ({grouped}) AS g"
 
 
 def _earlier(value: str, at: str) -> list[str]:
@@ -126,12 +140,10 @@ def _earlier(value: str, at: str) -> list[str]:
     ]
 
 
-def _later(value: str, at: str) -> list[str]:
+def _later(value: str, at: str, *derived: str) -> list[str]:
+    """SET items keeping the value whose time is later, and with it the columns ``derived`` from it."""
     take = f"(b.{at} > sessions.{at} OR sessions.{at} IS NULL)"
-    return [
-        f"{value} = CASE WHEN {take} THEN b.{value} ELSE sessions.{value} END",
-        f"{at} = CASE WHEN {take} THEN b.{at} ELSE sessions.{at} END",
-    ]
+    return [f"{name} = CASE WHEN {take} THEN b.{name} ELSE sessions.{name} END" for name in (value, *derived, at)]
 
 
 def build_sessions_upsert(source: str) -> list[Query]:
@@ -152,8 +164,9 @@ def build_sessions_upsert(source: str) -> list[Query]:
         "last_seen = greatest(sessions.last_seen, b.last_seen)",
         "pageviews = sessions.pageviews + b.pageviews",
         "events = sessions.events + b.events",
-        *_later("user_value", "user_key"),
+        *_later("user_value", "user_key", "user_number", "user_text"),
         "users = list_distinct(list_concat(sessions.users, b.users))",
+        "users_count = len(list_distinct(list_concat(sessions.users, b.users)))",
         "pathnames = list_distinct(list_concat(sessions.pathnames, b.pathnames))",
         *_earlier("entry_page", "entry_at"),
         *_later("exit_page", "exit_at"),
@@ -207,7 +220,7 @@ def build_sessions_upsert(source: str) -> list[Query]:
 
 # Columns added after the table first shipped, in the table's order: a table from an earlier version may lack them
 # (``build_sessions_upgrade`` adds them).
-ADDED_COLUMNS = ("session_key", "pathnames")
+ADDED_COLUMNS = ("session_key", "pathnames", "user_number", "user_text", "users_count")
 
 
 def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> list[Query]:
@@ -222,6 +235,7 @@ def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> lis
     """
     columns = [f"sessions.{name}" for name in _column_names() if name not in ADDED_COLUMNS]
     fills = {"session_key": SESSION_KEY, "pathnames": "coalesce(stored.pathnames, CAST([] AS VARCHAR[]))"}
+    fills |= _user_forms("sessions")
     columns += [f"sessions.{name}" if name in present else f"{fills[name]} AS {name}" for name in ADDED_COLUMNS]
     statements = [Query(f"CREATE TABLE sessions_upgraded {_COLUMNS}")]
     edges: list[datetime | None] = [None, *bounds, None]
