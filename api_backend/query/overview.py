@@ -159,10 +159,12 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     event_bucket = d.bucket(local_time("timestamp", scope.window, d, p), bucket)
     window = window_condition(scope.site_ids, scope.window, p)
     split = "SELECT session_id FROM whole WHERE NOT one_bucket UNION ALL SELECT session_id FROM edge"
-    # The events of the sessions not inside one bucket, bucketed one by one (few: kept for the two uses below).
+    # The events of the sessions not inside one bucket, bucketed one by one (few: kept for the two uses below). They
+    # are found by their ids alone, then read by ``rowid``: the other columns of every in-window row are not read
+    # (at 10M events 306 -> 285 ms).
     split_events = (
         f"SELECT {event_bucket} AS bucket, CASE WHEN type = 'pageview' THEN 1 ELSE 0 END AS pv, {EFFECTIVE_USER} AS u "
-        f"FROM events WHERE {window} AND session_id IN ({split})"
+        f"FROM events WHERE rowid IN (SELECT rowid FROM events WHERE {window} AND session_id IN ({split}))"
     )
     # Each (bucket, user) pair with the user as a number or another string (``facts.user_number``): the events
     # bucketed one by one and the sessions in one bucket with several users give strings, the others their columns.
