@@ -277,7 +277,7 @@ def _scale_targets(scale: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                     (
                         f"seeding {largest['events']:,} events < 10 minutes",
                         f"{seeding['seconds'] / 60:.1f} min{_seeded_at(largest)}, "
-                        f"DuckDB file {_mb(largest['duckdb_file_bytes'])}",
+                        f"DuckDB file {_mb(seeding.get('file_bytes', largest['duckdb_file_bytes']))}",
                         seeding["seconds"] < 600,
                     )
                 )
@@ -323,6 +323,9 @@ def _scale(scale: dict[str, Any]) -> list[str]:
         facts = [f"DuckDB file {_mb(b['duckdb_file_bytes'])}"]
         if b.get("seeding"):
             sd = b["seeding"]
+            if sd.get("file_bytes", b["duckdb_file_bytes"]) != b["duckdb_file_bytes"]:
+                # A file seeded by an earlier version and upgraded at its first open since (a table copied whole).
+                facts[0] += f" ({_mb(sd['file_bytes'])} as seeded, the rest added by the upgrade at its first open)"
             at = f" at {b['seeded_at']}" if b.get("seeded_at") else ""
             facts.append(f"seeded{at} in {sd['seconds']:,.0f} s ({sd['events_per_s']:,.0f} events/s)")
         if b.get("clickhouse_store_load"):
