@@ -76,7 +76,7 @@ _COLUMNS = f"""(
   channel VARCHAR NOT NULL, channel_key BIGINT NOT NULL{_FIRST_SET_COLUMNS},
   session_key UBIGINT NOT NULL,
   pathnames VARCHAR[] NOT NULL,
-  user_number UBIGINT, user_text VARCHAR, users_count INTEGER NOT NULL
+  user_number UBIGINT, user_text VARCHAR, users_count INTEGER
 )"""
 SESSIONS_DDL = f"CREATE TABLE IF NOT EXISTS sessions {_COLUMNS}"
 # The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_upgrade``).
@@ -223,16 +223,33 @@ def build_sessions_upsert(source: str) -> list[Query]:
 ADDED_COLUMNS = ("session_key", "pathnames", "user_number", "user_text", "users_count")
 
 
+# Added columns computed from the row's own columns, with their types: added in place when they are all a table
+# lacks (see ``build_sessions_upgrade``).
+_DERIVED_COLUMNS = {"user_number": "UBIGINT", "user_text": "VARCHAR", "users_count": "INTEGER"}
+
+
 def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> list[Query]:
     """Statements giving a ``sessions`` table that has the columns ``present`` the ones it lacks (one transaction).
 
-    The table is copied with the columns added rather than altered: DuckDB cannot make an added column NOT NULL
-    while the update that filled it is outstanding. It is copied one slice of sessions at a time, cut at the
+    When it lacks only the last columns and those are computed from its own (``_DERIVED_COLUMNS``), they are added
+    (at the end, so the table keeps its order) and filled in place, by one ``UPDATE`` that writes just them: 13 s
+    for the 25.9M sessions of 100M events, where the copy below took 79 s and left the old table's 3.8 GB free in
+    the file.
+
+    Otherwise the table is copied with the columns added rather than altered: DuckDB cannot make an added column
+    NOT NULL while the update that filled it is outstanding. It is copied one slice of sessions at a time, cut at the
     ``first_seen`` times ``bounds`` (ascending), so the paths of only one slice are grouped at once: grouping them
     for 26M sessions (100M events) ran out of the 1 GB memory limit. A slice's events lie between its first
     ``first_seen`` and its last ``last_seen``, the range read for its paths. They come from every stored event,
     pending ones included: their later fold adds paths already listed, which ``list_distinct`` keeps once.
     """
+    missing = [name for name in ADDED_COLUMNS if name not in present]
+    last = ADDED_COLUMNS[len(ADDED_COLUMNS) - len(missing) :]
+    if missing and set(missing) <= set(_DERIVED_COLUMNS) and tuple(missing) == last:
+        forms = _user_forms("sessions")
+        added = [Query(f"ALTER TABLE sessions ADD COLUMN {name} {_DERIVED_COLUMNS[name]}") for name in missing]
+        fill = ", ".join(f"{name} = {forms[name]}" for name in missing)
+        return [*added, Query(f"UPDATE sessions SET {fill}")]
     columns = [f"sessions.{name}" for name in _column_names() if name not in ADDED_COLUMNS]
     fills = {"session_key": SESSION_KEY, "pathnames": "coalesce(stored.pathnames, CAST([] AS VARCHAR[]))"}
     fills |= _user_forms("sessions")

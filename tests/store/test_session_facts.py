@@ -431,13 +431,19 @@ def test_facts020_a_table_from_before_pathnames_gets_them_from_stored_and_pendin
 
 
 def test_facts025_a_table_from_before_the_users_split_gets_it_at_open(tmp_path, monkeypatch):
-    """The user's number or other string and the count of users, filled for stored sessions and kept after."""
+    """The user's number or other string and the count of users, filled in place for stored sessions and kept after."""
     monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)
     monkeypatch.setattr(duckdb_module, "UPGRADE_SLICE_SESSIONS", 40)
+    derived = ("user_number", "user_text", "users_count")
+    present = set(sessions_module._column_names()) - set(derived)
+    in_place = [q.sql for q in sessions_module.build_sessions_upgrade(present, [])]
+    assert not any("sessions_upgraded" in sql for sql in in_place)  # not copied: only the new columns are written
+    copied = [q.sql for q in sessions_module.build_sessions_upgrade(present - {"user_number"} | {"users_count"}, [])]
+    assert any("sessions_upgraded" in sql for sql in copied)  # a column missing from the middle: the table is copied
     rows = random_events(random.Random(25), 300)
     store = DuckDBEventStore(tmp_path / "events.duckdb")
     store.append(rows_to_table(rows[:900]))
-    for column in ("user_number", "user_text", "users_count"):
+    for column in derived:
         store._con.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     store.close()
 
