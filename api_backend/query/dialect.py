@@ -65,6 +65,10 @@ class Dialect:
     distinct_aggregates: bool = False
     # The table the error routes read their rows from: the events themselves, or a store's copy of the error rows.
     error_rows: str = "events"
+    # Routes grouping events count distinct users as numbers plus other strings (``user_number``), not as strings.
+    # DuckDB does not: the test of each user's form costs it more than the grouping saves (the time series of 10M
+    # events 693 -> 1,674 ms); its sessions table keeps both forms instead.
+    split_users: bool = False
 
     # -- placeholders ---------------------------------------------------------------------------------------------
 
@@ -109,6 +113,24 @@ class Dialect:
     def substring_after(self, expr: str, skip: int) -> str:
         """``expr`` without its first ``skip`` characters (``skip`` is a trusted integer)."""
         return f"substr({expr}, {int(skip) + 1})"
+
+    # -- users ----------------------------------------------------------------------------------------------------
+
+    def user_number(self, value: str) -> str:
+        """The user ``value`` as the 64-bit number its digits write when it has a visitor id's form, else NULL.
+
+        A visitor id (``ingest/visitor.py``) is 16 lowercase hex digits. With ``user_text`` this splits user values
+        one to one into numbers and other strings: the two sets are disjoint by form, and only lowercase digits are
+        read, so two strings never give one number. Distinct numbers plus distinct other strings is the count of
+        distinct users, and a grouping of 8-byte numbers costs far less than one of strings: at 100M events the
+        overview's 26M session users on DuckDB 2.2 -> 1.1 s (``store/sessions.py`` keeps both forms per session).
+        The numbers are the engine's own: only their distinctness is used.
+        """
+        return f"CASE WHEN regexp_full_match({value}, '[0-9a-f]{{16}}') THEN CAST('0x' || {value} AS UBIGINT) END"
+
+    def user_text(self, value: str) -> str:
+        """The user ``value`` when it has not a visitor id's form (an identified id), else NULL."""
+        return f"CASE WHEN NOT regexp_full_match({value}, '[0-9a-f]{{16}}') THEN {value} END"
 
     # -- numbers --------------------------------------------------------------------------------------------------
 
@@ -234,6 +256,9 @@ class ClickHouseDialect(Dialect):
     # The store's copy of the error rows (``store/clickhouse_schema.py``): about 1% of the events, found in every
     # granule of ``events``. At 100M events the error series 2.0 -> 0.4 s, the error names 3.5 -> 0.6 s.
     error_rows: str = "error_events"
+    # On chdb the overview of 100M events 28.0 -> 23.1 s, its daily series 19.5 -> 16.5 s (10M: 959 -> 806 ms and
+    # 870 -> 773 ms).
+    split_users: bool = True
 
     def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
         """``$p0`` becomes ``{p0:Type}`` with the type of its bound value; naive datetimes are UTC."""
@@ -313,6 +338,13 @@ class ClickHouseDialect(Dialect):
 
     def bucket(self, local_expr: str, bucket: str) -> str:
         return _CLICKHOUSE_BUCKETS[bucket].format(t=local_expr)
+
+    def user_number(self, value: str) -> str:
+        # The 8 bytes the digits write, read as one number (little-endian: a number of its own, as distinct).
+        return f"if(match({value}, '^[0-9a-f]{{16}}$'), reinterpretAsUInt64(unhex({value})), NULL)"
+
+    def user_text(self, value: str) -> str:
+        return f"if(match({value}, '^[0-9a-f]{{16}}$'), NULL, {value})"
 
     def epoch_seconds(self, expr: str) -> str:
         return f"(toUnixTimestamp64Milli({expr}) / 1000.0)"

@@ -41,8 +41,6 @@ __all__ = [
     "session_aggregates",
     "session_ends",
     "since_first_stored_event",
-    "user_number",
-    "user_text",
     "whole_sessions",
 ]
 
@@ -78,26 +76,6 @@ _COLUMN = {name: name for name in FIRST_SET_PARAMETERS} | {
 _PAGEVIEW = "type = 'pageview'"
 # The distinct paths of a session's pageviews (the ``sessions`` column ``pathnames``; empty without pageviews).
 PATHNAMES = f"coalesce(list(DISTINCT pathname) FILTER (WHERE {_PAGEVIEW}), CAST([] AS VARCHAR[]))"
-
-
-# A user value in the form of a visitor id (``ingest/visitor.py``): 16 lowercase hex digits.
-_VISITOR_FORM = "'[0-9a-f]{16}'"
-
-
-def user_number(value: str) -> str:
-    """SQL: the user ``value`` as the 64-bit number its digits write when it has a visitor id's form, else NULL.
-
-    With ``user_text`` it splits user values one to one into numbers and the other strings (the two sets are
-    disjoint by form, and only lowercase digits are read, so two strings never give one number). Counting distinct
-    users as distinct numbers plus distinct other strings gives the count of distinct values, and at 26M sessions
-    reads and groups 8-byte numbers instead of strings (``store/sessions.py`` keeps both for each session).
-    """
-    return f"CASE WHEN regexp_full_match({value}, {_VISITOR_FORM}) THEN CAST('0x' || {value} AS UBIGINT) END"
-
-
-def user_text(value: str) -> str:
-    """SQL: the user ``value`` when it has not a visitor id's form (an identified id), else NULL."""
-    return f"CASE WHEN NOT regexp_full_match({value}, {_VISITOR_FORM}) THEN {value} END"
 
 
 def session_aggregates(d: Dialect, p: Params) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from datetime import timedelta
 
 from api_backend.errors import InvalidRequestError
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import edge_sessions, facts_answer, user_number, user_text, whole_sessions
+from api_backend.query.facts import edge_sessions, facts_answer, whole_sessions
 from api_backend.query.filters import EFFECTIVE_USER, session_user
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Params, Query
@@ -51,50 +51,50 @@ FROM sb FULL OUTER JOIN eb ON sb.bucket = eb.bucket
 ORDER BY 1"""
 
 
-def _event_columns(d: Dialect) -> str:
-    """Per session, from its in-window events: start, duration, pageviews, user."""
+def _session_columns(d: Dialect) -> str:
+    """Per session, from its in-window events: start, duration, pageviews."""
     return f""", min(timestamp) AS session_start,
     {d.epoch_seconds("max(timestamp)")} - {d.epoch_seconds("min(timestamp)")} AS duration,
-    count(*) FILTER (WHERE type = 'pageview') AS pageviews,
-    {session_user(d)} AS uid"""
+    count(*) FILTER (WHERE type = 'pageview') AS pageviews"""
 
 
-def _edge_columns(d: Dialect) -> str:
-    """``_event_columns`` plus the user split in two as the table keeps it (``unum``, ``utext``)."""
+def _event_columns(d: Dialect, split_users: bool) -> str:
+    """``_session_columns`` plus the user: split in two as the table keeps it (``unum``, ``utext``), or whole."""
     user = session_user(d)
-    return f"{_event_columns(d)}, {user_number(user)} AS unum, {user_text(user)} AS utext"
+    if not split_users:
+        return f"{_session_columns(d)},\n    {user} AS uid"
+    return f"{_session_columns(d)},\n    {d.user_number(user)} AS unum, {d.user_text(user)} AS utext"
 
 
 def _fact_columns(d: Dialect) -> str:
     """The same per session, from its ``sessions`` row (a whole session: all its events are in the window)."""
     duration = f"{d.epoch_seconds('last_seen')} - {d.epoch_seconds('first_seen')}"
     return (
-        f"session_id, first_seen AS session_start, {duration} AS duration, pageviews, user_value AS uid, "
+        f"session_id, first_seen AS session_start, {duration} AS duration, pageviews, "
         "user_number AS unum, user_text AS utext"
     )
 
 
-def _headline(d: Dialect, split_users: bool = False) -> str:
+def _headline(d: Dialect, split_users: bool) -> str:
     """The one row over the sessions ``s``.
 
-    Without distinct aggregates (``Dialect.distinct_aggregates``) the users are counted by a grouping of their own,
-    which DuckDB spills to disk, not by ``count(DISTINCT uid)`` in the same pass. With ``split_users`` (sessions
-    from the table) the grouping is by the user's number or other string (``facts.user_number``): at 100M events
-    it reads and groups 26M numbers instead of strings (the count alone 2.2 -> 1.1 s).
+    With ``split_users`` the users are distinct numbers plus distinct other strings (``Dialect.user_number``): at
+    100M events that groups 26M numbers instead of strings (from the sessions table, the count alone 2.2 -> 1.1 s on
+    DuckDB). Without distinct aggregates (``Dialect.distinct_aggregates``) each count is a grouping of its own, which
+    DuckDB spills to disk.
     """
-    users = "count(DISTINCT uid)"
-    if split_users:
-        users = (
-            "(SELECT count(*) FROM (SELECT DISTINCT unum FROM s WHERE unum IS NOT NULL) AS dn) + "
-            "(SELECT count(*) FROM (SELECT DISTINCT utext FROM s WHERE utext IS NOT NULL) AS dt)"
+    columns = ("unum", "utext") if split_users else ("uid",)
+    if d.distinct_aggregates:
+        users = " + ".join(f"count(DISTINCT {c})" for c in columns)
+    else:
+        users = " + ".join(
+            f"(SELECT count(*) FROM (SELECT DISTINCT {c} FROM s WHERE {c} IS NOT NULL) AS d_{c})" for c in columns
         )
-    elif not d.distinct_aggregates:
-        users = "(SELECT count(*) FROM (SELECT DISTINCT uid FROM s WHERE uid IS NOT NULL) AS du)"
     return _HEADLINE.format(users=users)
 
 
 def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:
-    return d.cte("s", session_groups(scope, _event_columns(d), d, p), materialized=True)
+    return d.cte("s", session_groups(scope, _event_columns(d, d.split_users), d, p), materialized=True)
 
 
 def _facts_ctes(scope: Scope, d: Dialect, p: Params, whole_extra: str = "") -> str:
@@ -104,8 +104,8 @@ def _facts_ctes(scope: Scope, d: Dialect, p: Params, whole_extra: str = "") -> s
     table's few columns again (overview 330-450 -> 270 ms, time series 620-670 -> 530-550 ms at 10M events).
     """
     whole = whole_sessions(scope, _fact_columns(d) + whole_extra, d, p)
-    edge = edge_sessions(scope, _edge_columns(d), d, p)
-    columns = "session_id, session_start, duration, pageviews, uid, unum, utext"
+    edge = edge_sessions(scope, _event_columns(d, split_users=True), d, p)
+    columns = "session_id, session_start, duration, pageviews, unum, utext"
     union = f"SELECT {columns} FROM whole UNION ALL SELECT {columns} FROM edge"
     return ",\n".join(
         [
@@ -128,7 +128,7 @@ def build_overview_events_query(scope: Scope, d: Dialect) -> Query:
     """``build_overview_query`` grouping every in-window event into sessions."""
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
-    return p.query(f"{start}{_sessions_cte(scope, d, p)}\n{_headline(d)}")
+    return p.query(f"{start}{_sessions_cte(scope, d, p)}\n{_headline(d, d.split_users)}")
 
 
 def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
@@ -140,7 +140,7 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     (crossing a bucket boundary or the window's edge) are bucketed one by one, as the event route does. The
     distinct users per bucket are counted as distinct (bucket, user) pairs, a plain grouping DuckDB can spill to
     disk: ``count(DISTINCT ...)`` per bucket ran out of the server's memory limit at 100M events. The pairs are
-    grouped twice, once with the users that are numbers and once with the other strings (``facts.user_number``):
+    grouped twice, once with the users that are numbers and once with the other strings (``Dialect.user_number``):
     at 100M events that is 4.3 -> 3.2 s, where one grouping of both columns ran out of the 1 GB limit.
     """
     if not facts_answer(scope, d):
@@ -166,10 +166,10 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
         f"SELECT {event_bucket} AS bucket, CASE WHEN type = 'pageview' THEN 1 ELSE 0 END AS pv, {EFFECTIVE_USER} AS u "
         f"FROM events WHERE rowid IN (SELECT rowid FROM events WHERE {window} AND session_id IN ({split}))"
     )
-    # Each (bucket, user) pair with the user as a number or another string (``facts.user_number``): the events
+    # Each (bucket, user) pair with the user as a number or another string (``Dialect.user_number``): the events
     # bucketed one by one and the sessions in one bucket with several users give strings, the others their columns.
     users = (
-        f"SELECT bucket, {user_number('u')} AS unum, {user_text('u')} AS utext FROM bu "
+        f"SELECT bucket, {d.user_number('u')} AS unum, {d.user_text('u')} AS utext FROM bu "
         "UNION ALL SELECT start_bucket, unum, utext FROM whole WHERE one_bucket AND users_count = 1"
     )
     sql = f"""WITH {ctes},
@@ -197,15 +197,21 @@ def build_overview_series_events_query(scope: Scope, bucket: str, d: Dialect) ->
     start = opening(scope, d, p, rows_needed=False)
     session_bucket = d.bucket(local_time("session_start", scope.window, d, p), bucket)
     event_bucket = d.bucket(local_time("timestamp", scope.window, d, p), bucket)
-    sessions = _sessions_cte(scope, d, p)
+    # The sessions' users are not needed here (the users per bucket come from the events), and ``s`` is kept only
+    # when read twice: ClickHouse, which stores a CTE it is told to, held the 24M sessions of 100M events for one use.
+    sessions = d.cte(
+        "s", session_groups(scope, _session_columns(d), d, p), materialized=True if scope.session_filters else None
+    )
     # The events of the sessions already qualified in ``s``: no second qualification pass.
     rows = qualified_rows(scope, p)
     if scope.session_filters:
         rows += " AND session_id IN (SELECT session_id FROM s)"
+    users = f"count(DISTINCT {EFFECTIVE_USER})"
+    if d.split_users:
+        users = f"count(DISTINCT {d.user_number(EFFECTIVE_USER)}) + count(DISTINCT {d.user_text(EFFECTIVE_USER)})"
     sql = f"""{start}{sessions},
 sb AS (SELECT {session_bucket} AS bucket, {_SESSION_AVERAGES} FROM s GROUP BY 1),
-eb AS (SELECT {event_bucket} AS bucket, count(*) FILTER (WHERE type = 'pageview') AS pageviews,
-         count(DISTINCT {EFFECTIVE_USER}) AS users
+eb AS (SELECT {event_bucket} AS bucket, count(*) FILTER (WHERE type = 'pageview') AS pageviews, {users} AS users
        {rows} GROUP BY 1)
 {_JOIN_BUCKETS}"""
     return p.query(sql)

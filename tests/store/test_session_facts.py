@@ -68,9 +68,9 @@ FILTERS: tuple[list[dict[str, Any]] | None, ...] = (
 )
 
 
-# Visitor ids mostly in their real form (16 lowercase hex digits, which the table also keeps as numbers), with
-# strings that only look like one: upper case, 15 or 17 digits. One identified id is also a visitor id (the same
-# user wherever it comes from); two others have the visitor id's form.
+# Visitor ids mostly in their real form (16 lowercase hex digits, which reads count as numbers), with strings that
+# only look like one: upper case, 15, 17 or 18 digits (the first 16 of the last two are a visitor id's). One
+# identified id is also a visitor id (the same user wherever it comes from); two others have the visitor id's form.
 VISITORS = (
     *(f"visitor-{n}" for n in range(8)),
     *(f"{n * 0x9E3779B97F4A7C15 % 2**64:016x}" for n in range(24)),
@@ -78,6 +78,7 @@ VISITORS = (
     "0123456789ABCDEF",
     "0123456789abcde",
     "0123456789abcdef0",
+    "0123456789abcdef00",
     "ffffffffffffffff",
 )
 MEMBERS = (*(f"member-{n}" for n in range(5)), "0123456789abcdef", "00000000000000ff", "7fffffffffffffff")

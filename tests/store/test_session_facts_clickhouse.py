@@ -1,20 +1,34 @@
 """The ClickHouse ``sessions`` table (an AggregatingMergeTree fed by a materialized view): after batches in any
 order, a schema upgrade over existing events, a crash between insert and log position, and deletes, its finished
-rows are those DuckDB's table holds for the same events."""
+rows are those DuckDB's table holds for the same events. And the distinct users each store counts (as numbers and
+other strings) against a count in Python."""
 
 from __future__ import annotations
 
 import random
-from datetime import datetime
+from collections import defaultdict
+from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
+
+from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.facts import FIRST_SET_PARAMETERS
+from api_backend.query.overview import (
+    build_overview_events_query,
+    build_overview_query,
+    build_overview_series_events_query,
+    build_overview_series_query,
+)
+from api_backend.query.scope import Scope
+from api_backend.query.sql import Query
+from api_backend.query.window import Window
 from api_backend.store.clickhouse_schema import SCHEMA_TABLE, sessions_final_sql
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter
-from tests.store.test_session_facts import random_events
+from tests.store.test_session_facts import MEMBERS, VISITORS, random_events
 from tests.support.clickhouse import crash_before_position
 
 COLUMNS = (
@@ -93,3 +107,59 @@ def test_chfacts004_deletes_take_the_sessions_with_them(chdb_store):
     chdb_store.delete_range(1, start, end)
     kept = [r for r in kept if not (r["site_id"] == 1 and start <= r["timestamp"] < end)]
     assert finished(chdb_store) == duckdb_facts(kept)
+
+
+def users_by_hand(rows: list[dict[str, Any]], site: int, start: datetime, end: datetime) -> tuple[int, dict[str, int]]:
+    """Distinct users of the window's sessions, and distinct users per UTC day of the window's events, in Python.
+
+    A session's user is its last identified id, else its last visitor id; an event's user is its identified id, else
+    its visitor id. The values are compared as they are: a visitor id and an identified id with the same text are
+    one user, an upper-case id and its lower-case form are two.
+    """
+    sessions: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    days: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        if row["site_id"] == site and start <= row["timestamp"] < end:
+            sessions[row["session_id"]].append(row)
+            days[row["timestamp"].date().isoformat()].add(row["identified_user_id"] or row["user_id"])
+    users = set()
+    for events in sessions.values():
+        identified = [r for r in events if r["identified_user_id"]]
+        last = max(identified or events, key=lambda r: r["timestamp"])
+        users.add(last["identified_user_id"] or last["user_id"])
+    return len(users), {day: len(values) for day, values in days.items()}
+
+
+def _answers(store: Any, d: Dialect, query: Query) -> list[dict[str, Any]]:
+    return store.query_dicts(*d.bind(query))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chfacts005_users_from_numbers_and_strings_equal_a_count_by_hand_on_both_stores(chdb_store, seed):
+    # Every session's events carry one visitor id and maybe identified ids; the pools mix real visitor ids with
+    # look-alikes (upper case, 15 and 17 digits) and identified ids that have a visitor id's form.
+    rng = random.Random(500 + seed)
+    rows = random_events(rng, 1000)
+    assert {r["user_id"] for r in rows} & set(VISITORS) and {r["identified_user_id"] for r in rows} & set(MEMBERS)
+    chdb_store.append(rows_to_table(rows))
+    duck = DuckDBEventStore(":memory:")
+    duck.append(rows_to_table(rows))
+    site = rng.choice((1, 2, 3))
+    start = datetime(2026, 3, 1) + timedelta(days=rng.randrange(0, 20), hours=rng.randrange(24))
+    end = start + timedelta(days=rng.randrange(3, 15))
+    scope = Scope((site,), Window(start, end, "UTC", mode="datetime"), ())
+    users, per_day = users_by_hand(rows, site, start, end)
+    assert users > 20
+    overviews = [
+        _answers(duck, DUCKDB, build_overview_query(scope, DUCKDB)),
+        _answers(duck, DUCKDB, build_overview_events_query(scope, DUCKDB)),
+        _answers(chdb_store, CLICKHOUSE, build_overview_query(scope, CLICKHOUSE)),
+    ]
+    assert [answer[0]["users"] for answer in overviews] == [users] * 3
+    for store, d, query in (
+        (duck, DUCKDB, build_overview_series_query(scope, "day", DUCKDB)),
+        (duck, DUCKDB, build_overview_series_events_query(scope, "day", DUCKDB)),
+        (chdb_store, CLICKHOUSE, build_overview_series_query(scope, "day", CLICKHOUSE)),
+    ):
+        got = {str(row["bucket"])[:10]: row["users"] for row in _answers(store, d, query) if row["users"]}
+        assert got == per_day, (d.name, query.sql)
