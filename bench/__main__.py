@@ -161,11 +161,21 @@ def _scale_reuses(args: argparse.Namespace, size: int) -> bool:
     return not args.skip_scale and not args.scale_data_dir and size in args.scale_sizes
 
 
-def _earlier_seeding(results: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
-    """The seeding figures of the block that seeded this same file (as many events, as many bytes), if one did.
+# Written into a data dir the scale block seeds: its seeding figures and commit, for later blocks on the same dir.
+SEEDING_RECORD = "seeding.json"
 
-    A block re-measuring a kept data dir does not seed it; the seeding it keeps names the commit it was made at.
+
+def _earlier_seeding(results: dict[str, Any], entry: dict[str, Any], data_dir: Path) -> dict[str, Any]:
+    """The seeding figures of the block that seeded this data dir, if one did.
+
+    A block re-measuring a kept data dir does not seed it; the seeding it keeps names the commit it was made at. The
+    dir's own record says so; a dir seeded before the record existed is matched by its events and its file's size,
+    which every server that opens the file may change.
     """
+    record = data_dir / SEEDING_RECORD
+    if record.exists():
+        seeding = json.loads(record.read_text())
+        return {"seeding": seeding["seeding"], "seeded_at": seeding["commit"]}
     events = entry["events"]
     earlier = results.get("scale", {}).get(str(events), {})
     if "seeding" not in earlier or earlier.get("duckdb_file_bytes") != entry["duckdb_file_bytes"]:
@@ -200,13 +210,16 @@ def _scale(args: argparse.Namespace, results: dict[str, Any], command: str, work
             account = create_account(data_dir)
             now = datetime.now(UTC).replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
             seeding = seed_events(account, size, now)
+            seeding["file_bytes"] = (data_dir / "events.duckdb").stat().st_size  # before any server opens it
+            record_text = json.dumps({"seeding": seeding, "commit": _commit()}, indent=1)
+            (data_dir / SEEDING_RECORD).write_text(record_text + "\n")
             _log(f"  {seeding['seconds']:.0f} s ({seeding['events_per_s']:,.0f} events/s)")
         _log(f"scale: {data_dir}")
         entry = run_scale(data_dir, work, args.scale_runs, _log)
         if seeding is not None:
             entry["seeding"] = seeding
         else:
-            entry |= _earlier_seeding(results, entry)
+            entry |= _earlier_seeding(results, entry, data_dir)
         record["load_after"] = _loadavg()
         results.setdefault("scale", {})[str(entry["events"])] = entry
         results["runs"][f"scale {entry['events']:,}"] = record
