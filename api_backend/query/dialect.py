@@ -65,9 +65,9 @@ class Dialect:
     distinct_aggregates: bool = False
     # The table the error routes read their rows from: the events themselves, or a store's copy of the error rows.
     error_rows: str = "events"
-    # Routes grouping events count distinct users as numbers plus other strings (``user_number``), not as strings.
-    # DuckDB does not: the test of each user's form costs it more than the grouping saves (the time series of 10M
-    # events 693 -> 1,674 ms); its sessions table keeps both forms instead.
+    # Whether routes that group events count distinct users as numbers plus other strings (``user_number``) rather
+    # than as strings. Not on DuckDB: testing each user's form there costs more than the grouping saves (the time
+    # series of 10M events 693 -> 1,674 ms); its sessions table keeps both forms instead.
     split_users: bool = False
 
     # -- placeholders ---------------------------------------------------------------------------------------------
