@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from api_backend.commands import CommandError, ProgressBar, command_settings, open_event_services
-from api_backend.store.clickhouse_schema import cluster_schema_sql, single_node_sql
+from api_backend.store.clickhouse_schema import MIGRATIONS, cluster_schema_sql, cluster_upgrade_sql, single_node_sql
 from api_backend.store.open import DEFAULT_DATABASE, parse_events_url
 
 __all__ = ["add_clickhouse_commands", "clickhouse_schema_command", "migrate_events", "migrate_events_command"]
@@ -35,9 +35,25 @@ def _identifier(raw: str) -> str:
     return raw
 
 
+def _schema_version(raw: str) -> int:
+    """A schema version a cluster can be upgraded from: 1 up to the one before this version's."""
+    newest = len(MIGRATIONS)
+    if not raw.isdigit() or not 1 <= int(raw) < newest:
+        raise argparse.ArgumentTypeError(f"must be a schema version from 1 to {newest - 1}")
+    return int(raw)
+
+
 def clickhouse_schema_command(args: argparse.Namespace) -> None:
-    """Print the statements that create the event tables: one server, or a cluster with ``--cluster``."""
-    if args.cluster:
+    """Print the statements that create the event tables: one server, or a cluster with ``--cluster``.
+
+    With ``--upgrade-from N`` (a cluster only), the statements that bring a cluster's tables from schema version N
+    to this version's, which sitelens does not run on a cluster by itself.
+    """
+    if args.upgrade_from is not None:
+        if not args.cluster:
+            raise CommandError("--upgrade-from needs --cluster: a single server upgrades itself when sitelens starts")
+        statements = cluster_upgrade_sql(args.cluster, args.database, args.upgrade_from)
+    elif args.cluster:
         statements = cluster_schema_sql(args.cluster, args.database)
     else:
         statements = [f"CREATE DATABASE IF NOT EXISTS `{args.database}`", *single_node_sql(args.database)]
@@ -170,6 +186,12 @@ def add_clickhouse_commands(commands: Any, add_data_dir: Callable[[argparse.Argu
     )
     schema.add_argument(
         "--database", type=_identifier, default=DEFAULT_DATABASE, help=f"database (default: {DEFAULT_DATABASE})"
+    )
+    schema.add_argument(
+        "--upgrade-from",
+        type=_schema_version,
+        metavar="VERSION",
+        help="with --cluster: the statements that upgrade a cluster at this schema version (sitelens names it)",
     )
     schema.set_defaults(handler=clickhouse_schema_command)
 

@@ -155,6 +155,14 @@ class ClickHouseEventStore:
             "DEFAULT now64(3)) ENGINE = MergeTree ORDER BY version"
         )
         current = int(self.client.query(f"SELECT max(version) FROM {SCHEMA_TABLE}").result_rows[0][0] or 0)
+        cluster = self._cluster_of("events")
+        if cluster is not None and current < len(MIGRATIONS):
+            # The migrations create plain tables on the node reached; a cluster needs them on every node.
+            raise ValueError(
+                f"the ClickHouse database {self.database} on cluster {cluster} is at schema version {current}, "
+                f"this sitelens needs {len(MIGRATIONS)}: with sitelens stopped, run once the statements of "
+                f"`sitelens clickhouse-schema --cluster {cluster} --database {self.database} --upgrade-from {current}`"
+            )
         for version, statements in enumerate(MIGRATIONS, start=1):
             if version <= current:
                 continue
@@ -171,16 +179,20 @@ class ClickHouseEventStore:
         ).result_rows
         return bool(rows[0][0])
 
-    def _delete_target(self, table: str) -> str:
-        """Where deletes of ``table`` go: itself, or on a cluster the replicated local tables behind it."""
+    def _cluster_of(self, table: str) -> str | None:
+        """The cluster ``table`` is a ``Distributed`` table over, or None for a table of this server."""
         rows = self.client.query(
             "SELECT engine, engine_full FROM system.tables WHERE database = currentDatabase() AND name = {t:String}",
             parameters={"t": table},
         ).result_rows
         if rows and rows[0][0] == "Distributed":
-            cluster = rows[0][1].split("(", 1)[1].split(",", 1)[0].strip(" '`")
-            return f"{table}_local ON CLUSTER `{cluster}`"
-        return table
+            return str(rows[0][1]).split("(", 1)[1].split(",", 1)[0].strip(" '`")
+        return None
+
+    def _delete_target(self, table: str) -> str:
+        """Where deletes of ``table`` go: itself, or on a cluster the replicated local tables behind it."""
+        cluster = self._cluster_of(table)
+        return table if cluster is None else f"{table}_local ON CLUSTER `{cluster}`"
 
     def _recover(self) -> None:
         """Delete rows whose insert finished but whose log position was never recorded (the log replays them)."""

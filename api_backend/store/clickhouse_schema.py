@@ -42,6 +42,7 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_TABLE",
     "cluster_schema_sql",
+    "cluster_upgrade_sql",
     "column_type",
     "error_rows_sql",
     "events_columns_sql",
@@ -169,14 +170,17 @@ def _session_columns() -> list[tuple[str, str, str, str]]:
     return columns
 
 
-def session_states_sql(source: str = "events", where: str = "") -> str:
-    """``SELECT`` of the ``sessions`` columns' partial states over the rows of ``source`` (the view's query)."""
+def session_states_sql(source: str = "events", where: str = "", settings: str = "") -> str:
+    """``SELECT`` of the ``sessions`` columns' partial states over the rows of ``source`` (the view's query).
+
+    ``settings`` (``name = value, ...``) join its one ``SETTINGS`` clause.
+    """
     states = ",\n    ".join(f"{state} AS {name}" for name, _, state, _ in _session_columns())
     tail = f" WHERE {where}" if where else ""
     # The states are named after event columns they read: the column, not the alias, is meant inside them.
     return (
         f"SELECT site_id, session_id,\n    {states}\nFROM {source}{tail}\nGROUP BY site_id, session_id\n"
-        "SETTINGS prefer_column_name_to_alias = 1"
+        f"SETTINGS prefer_column_name_to_alias = 1{', ' + settings if settings else ''}"
     )
 
 
@@ -256,6 +260,46 @@ def single_node_sql(database: str | None = None) -> list[str]:
     ]
 
 
+def _cluster_versions(cluster: str, database: str) -> list[list[str]]:
+    """The tables of each schema version on a cluster (index 0 is version 1), without filling them."""
+    on = f" ON CLUSTER `{cluster}`"
+    replicated = "ReplicatedMergeTree('/clickhouse/tables/{shard}/" + database + "/{table}', '{replica}')"
+    # The position and schema tables are tiny and written by one sitelens process: one copy on every node (no
+    # {shard} in their path), so whichever node sitelens reaches reads the same position.
+    replacing = "ReplicatedReplacingMergeTree('/clickhouse/tables/" + database + "/{table}', '{replica}', applied_seq)"
+    db = f"`{database}`"
+    return [
+        [
+            f"CREATE DATABASE IF NOT EXISTS {db}{on}",
+            _events_table(f"{db}.events_local", replicated, on),
+            f"CREATE TABLE IF NOT EXISTS {db}.events{on} AS {db}.events_local\n"
+            f"ENGINE = Distributed('{cluster}', '{database}', 'events_local', cityHash64(session_id))",
+            _position_table(f"{db}.event_log_position", replacing, on),
+            f"CREATE TABLE IF NOT EXISTS {db}.{SCHEMA_TABLE}{on} (version UInt32, applied_at DateTime64(3, 'UTC') "
+            "DEFAULT now64(3))\nENGINE = ReplicatedMergeTree('/clickhouse/tables/" + database + "/{table}', "
+            "'{replica}')\nORDER BY version",
+        ],
+        [
+            _sessions_table(
+                f"{db}.sessions_local",
+                "ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/" + database + "/{table}', '{replica}')",
+                on,
+            ),
+            f"CREATE TABLE IF NOT EXISTS {db}.sessions{on} AS {db}.sessions_local\n"
+            f"ENGINE = Distributed('{cluster}', '{database}', 'sessions_local', cityHash64(session_id))",
+            # On every node, the view folds the rows its shard receives into that shard's sessions.
+            _sessions_view(f"{db}.sessions_mv", f"{db}.sessions_local", f"{db}.events_local", on),
+        ],
+        [
+            _events_table(f"{db}.error_events_local", replicated, on),
+            f"CREATE TABLE IF NOT EXISTS {db}.error_events{on} AS {db}.error_events_local\n"
+            f"ENGINE = Distributed('{cluster}', '{database}', 'error_events_local', cityHash64(session_id))",
+            # Like sessions_mv: each node copies the error rows its shard receives.
+            _error_rows_view(f"{db}.error_events_mv", f"{db}.error_events_local", f"{db}.events_local", on),
+        ],
+    ]
+
+
 def cluster_schema_sql(cluster: str, database: str) -> list[str]:
     """The statements a cluster operator runs: replicated local tables on every node and a Distributed table.
 
@@ -263,38 +307,42 @@ def cluster_schema_sql(cluster: str, database: str) -> list[str]:
     reads and writes, sharded by a hash of ``session_id`` so every row of a session lives on one shard and the
     per-session aggregates need no cross-shard merge.
     """
+    tables = [statement for version in _cluster_versions(cluster, database) for statement in version]
+    return [*tables, f"INSERT INTO `{database}`.{SCHEMA_TABLE} (version) VALUES ({len(MIGRATIONS)})"]
+
+
+# A fill reads through the Distributed tables from one node: each shard groups its own sessions (a session's rows all
+# lie on one shard, so the node need not merge them), and the insert returns once every shard holds its rows.
+_CLUSTER_FILL_SETTINGS = "distributed_group_by_no_merge = 1, distributed_foreground_insert = 1"
+
+
+def cluster_upgrade_sql(cluster: str, database: str, from_version: int) -> list[str]:
+    """The statements that bring a cluster at schema version ``from_version`` to the newest, run with sitelens stopped.
+
+    The tables of each later version are created ``ON CLUSTER`` as ``cluster_schema_sql`` creates them, then filled
+    once from the events already stored (emptied first, so statements run again do not count twice). sitelens
+    applies its migrations itself on one server; on a cluster it refuses to start until these have run.
+    """
+    if not 1 <= from_version < len(MIGRATIONS):
+        raise ValueError(f"a cluster upgrade starts from schema version 1 to {len(MIGRATIONS) - 1}")
     on = f" ON CLUSTER `{cluster}`"
-    replicated = "ReplicatedMergeTree('/clickhouse/tables/{shard}/" + database + "/{table}', '{replica}')"
-    # The position and schema tables are tiny and written by one sitelens process: one copy on every node (no
-    # {shard} in their path), so whichever node sitelens reaches reads the same position.
-    replacing = "ReplicatedReplacingMergeTree('/clickhouse/tables/" + database + "/{table}', '{replica}', applied_seq)"
-    return [
-        f"CREATE DATABASE IF NOT EXISTS `{database}`{on}",
-        _events_table(f"`{database}`.events_local", replicated, on),
-        f"CREATE TABLE IF NOT EXISTS `{database}`.events{on} AS `{database}`.events_local\n"
-        f"ENGINE = Distributed('{cluster}', '{database}', 'events_local', cityHash64(session_id))",
-        _position_table(f"`{database}`.event_log_position", replacing, on),
-        f"CREATE TABLE IF NOT EXISTS `{database}`.{SCHEMA_TABLE}{on} (version UInt32, applied_at DateTime64(3, 'UTC') "
-        "DEFAULT now64(3))\nENGINE = ReplicatedMergeTree('/clickhouse/tables/" + database + "/{table}', "
-        "'{replica}')\nORDER BY version",
-        _sessions_table(
-            f"`{database}`.sessions_local",
-            "ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/" + database + "/{table}', '{replica}')",
-            on,
-        ),
-        f"CREATE TABLE IF NOT EXISTS `{database}`.sessions{on} AS `{database}`.sessions_local\n"
-        f"ENGINE = Distributed('{cluster}', '{database}', 'sessions_local', cityHash64(session_id))",
-        # On every node, the view folds the rows its shard receives into that shard's sessions.
-        _sessions_view(f"`{database}`.sessions_mv", f"`{database}`.sessions_local", f"`{database}`.events_local", on),
-        _events_table(f"`{database}`.error_events_local", replicated, on),
-        f"CREATE TABLE IF NOT EXISTS `{database}`.error_events{on} AS `{database}`.error_events_local\n"
-        f"ENGINE = Distributed('{cluster}', '{database}', 'error_events_local', cityHash64(session_id))",
-        # Like sessions_mv: each node copies the error rows its shard receives.
-        _error_rows_view(
-            f"`{database}`.error_events_mv", f"`{database}`.error_events_local", f"`{database}`.events_local", on
-        ),
-        f"INSERT INTO `{database}`.{SCHEMA_TABLE} (version) VALUES ({len(MIGRATIONS)})",
-    ]
+    db = f"`{database}`"
+    fills = {
+        2: [
+            f"TRUNCATE TABLE IF EXISTS {db}.sessions_local{on}",
+            f"INSERT INTO {db}.sessions {session_states_sql(f'{db}.events', settings=_CLUSTER_FILL_SETTINGS)}",
+        ],
+        3: [
+            f"TRUNCATE TABLE IF EXISTS {db}.error_events_local{on}",
+            f"INSERT INTO {db}.error_events ({_ROW_COLUMNS}) SELECT {_ROW_COLUMNS} FROM {db}.events "
+            f"WHERE type = 'error'\nSETTINGS {_CLUSTER_FILL_SETTINGS}",
+        ],
+    }
+    statements: list[str] = []
+    for version, tables in enumerate(_cluster_versions(cluster, database), start=1):
+        if version > from_version:
+            statements += [*tables, *fills[version]]
+    return [*statements, f"INSERT INTO {db}.{SCHEMA_TABLE} (version) VALUES ({len(MIGRATIONS)})"]
 
 
 # One entry per schema version: the statements that bring the previous version to it. Append, never edit.

@@ -88,7 +88,11 @@ def _open_server(target: EventsTarget, memory_limit: int | None) -> EventStore:
     finally:
         bootstrap.close()
     client = clickhouse_connect.get_client(database=target.database, **common)
-    return ClickHouseEventStore(client, target.database, memory_limit=memory_limit)
+    try:
+        return ClickHouseEventStore(client, target.database, memory_limit=memory_limit)
+    except BaseException:  # a schema it will not migrate, a server gone: nothing keeps the client
+        client.close()
+        raise
 
 
 # chdb hosts one engine per process, on one data directory: every store in the process must use the same one.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from datetime import datetime, timedelta
 
 import duckdb
@@ -13,7 +14,11 @@ from api_backend.clickhouse_admin import migrate_events
 from api_backend.services import open_services
 from api_backend.settings import load_settings
 from api_backend.store.clickhouse import ClickHouseEventStore
+from api_backend.store.clickhouse_schema import SCHEMA_TABLE, cluster_upgrade_sql
+from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
+from tests.store.test_session_facts import random_events
+from tests.store.test_session_facts_clickhouse import duckdb_facts, finished
 from tests.support import make_account, make_site
 from tests.support.clickhouse import chdb_url, drop_database, fresh_database
 
@@ -54,6 +59,111 @@ def test_chadmin002_cluster_schema_is_replicated_and_sharded_by_session(capsys, 
     with pytest.raises(SystemExit) as exit_info:
         main(["clickhouse-schema", "--cluster", "bad name"])
     assert exit_info.value.code == 2
+
+
+def _created(statement: str) -> str:
+    """The object a ``CREATE ... IF NOT EXISTS`` statement makes."""
+    return statement.split("IF NOT EXISTS ", 1)[1].split(" ", 1)[0]
+
+
+def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_version(capsys, chdb_client):
+    assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web"]) == 0
+    full = _statements(capsys)
+    assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", "1"]) == 0
+    from_one = _statements(capsys)
+    assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", "2"]) == 0
+    from_two = _statements(capsys)
+    for statement in from_one + from_two:  # valid ClickHouse (parsed by the engine; no cluster here)
+        chdb_client.query(f"EXPLAIN AST {statement}")
+    # The tables of the later versions exactly as a new cluster gets them, and none of those it has.
+    created = [s for s in from_one if s.startswith("CREATE")]
+    assert [_created(s) for s in created] == [
+        f"`web`.{name}"
+        for name in (
+            "sessions_local",
+            "sessions",
+            "sessions_mv",
+            "error_events_local",
+            "error_events",
+            "error_events_mv",
+        )
+    ]
+    assert all(s in full for s in created)
+    assert [s for s in from_two if s.startswith("CREATE")] == created[3:]
+    # Each new table is emptied on every node once its view exists, then filled once through the Distributed
+    # tables: each shard groups its own sessions, and the insert waits for every shard.
+    settings = "distributed_group_by_no_merge = 1, distributed_foreground_insert = 1"
+    fills = [s for s in from_one if not s.startswith("CREATE")]
+    assert fills[0] == "TRUNCATE TABLE IF EXISTS `web`.sessions_local ON CLUSTER `analytics`"
+    assert fills[1].startswith("INSERT INTO `web`.sessions SELECT site_id, session_id,")
+    assert fills[1].endswith(
+        f"FROM `web`.events\nGROUP BY site_id, session_id\nSETTINGS prefer_column_name_to_alias = 1, {settings}"
+    )
+    assert fills[2] == "TRUNCATE TABLE IF EXISTS `web`.error_events_local ON CLUSTER `analytics`"
+    assert fills[3].startswith("INSERT INTO `web`.error_events (`site_id`")
+    assert fills[3].endswith(f"FROM `web`.events WHERE type = 'error'\nSETTINGS {settings}")
+    assert from_one.index(fills[0]) > from_one.index(created[2])
+    assert from_one[-1] == from_two[-1] == full[-1] == "INSERT INTO `web`.sitelens_schema (version) VALUES (3)"
+    assert [s for s in from_two if not s.startswith("CREATE")] == fills[2:]
+
+
+def test_chadmin010_the_cluster_fills_give_what_the_migrations_give(chdb_settings):
+    # The fills run here against plain tables of one server (no cluster): the rows they write are the point.
+    store, _ = open_event_store(chdb_settings)
+    rows = random_events(random.Random(21), 150)
+    store.append(rows_to_table(rows))
+    client, database = store.client, store.database
+    expected_sessions = finished(store)
+    (errors,) = client.query("SELECT count() FROM error_events").result_rows[0]
+    assert errors > 0 and len(expected_sessions) == 150
+    client.command("TRUNCATE TABLE sessions")
+    client.command("TRUNCATE TABLE error_events")
+    for statement in cluster_upgrade_sql("analytics", database, 1):
+        if statement.startswith("INSERT INTO") and "sitelens_schema" not in statement:
+            client.command(statement)
+    assert finished(store) == expected_sessions == duckdb_facts(rows)
+    assert client.query("SELECT count() FROM error_events").result_rows == [(errors,)]
+    store.close()
+
+
+@pytest.mark.parametrize("value", ["0", "3", "x", "-1"])
+def test_chadmin007_cluster_upgrade_refuses_versions_it_cannot_start_from(capsys, value):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["clickhouse-schema", "--cluster", "analytics", "--upgrade-from", value])
+    assert exit_info.value.code == 2
+    assert "schema version from 1 to 2" in capsys.readouterr().err
+
+
+def test_chadmin008_upgrade_statements_are_for_clusters_only(capsys):
+    assert main(["clickhouse-schema", "--upgrade-from", "1"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "--upgrade-from needs --cluster" in captured.err
+
+
+def test_chadmin009_on_a_cluster_an_older_schema_stops_the_store_naming_the_upgrade(chdb_settings, monkeypatch):
+    store, _ = open_event_store(chdb_settings)
+    # A database of schema version 1 (as chfacts002 makes one).
+    for view, table in (("sessions_mv", "sessions"), ("error_events_mv", "error_events")):
+        store.client.command(f"DROP VIEW {view} SYNC")
+        store.client.command(f"DROP TABLE {table} SYNC")
+    store.client.command(f"DELETE FROM {SCHEMA_TABLE} WHERE version >= 2", settings={"mutations_sync": 2})
+    client, database = store.client, store.database
+    # chdb has no cluster: the engine's answer that ``events`` is a Distributed table is stood in for.
+    monkeypatch.setattr(
+        ClickHouseEventStore, "_cluster_of", lambda self, table: "analytics" if table == "events" else None
+    )
+    with pytest.raises(ValueError) as refused:
+        ClickHouseEventStore(client, database)
+    message = str(refused.value)
+    assert "schema version 1" in message and "needs 3" in message
+    assert f"sitelens clickhouse-schema --cluster analytics --database {database} --upgrade-from 1" in message
+    tables = {
+        row[0] for row in client.query("SELECT name FROM system.tables WHERE database = currentDatabase()").result_rows
+    }
+    assert "sessions" not in tables and "error_events" not in tables  # nothing created on the one node reached
+    assert client.query(f"SELECT max(version) FROM {SCHEMA_TABLE}").result_rows == [(1,)]
+    store.close()
 
 
 @pytest.fixture
