@@ -158,10 +158,13 @@ class ClickHouseEventStore:
         cluster = self._cluster_of("events")
         if cluster is not None and current < len(MIGRATIONS):
             # The migrations create plain tables on the node reached; a cluster needs them on every node.
+            where = f"the ClickHouse database {self.database} on cluster {cluster}"
+            command = f"sitelens clickhouse-schema --cluster {cluster} --database {self.database}"
+            if current == 0:  # every schema sitelens prints records its version: this one was made by hand
+                raise ValueError(f"{where} records no schema version in {SCHEMA_TABLE}; create it with `{command}`")
             raise ValueError(
-                f"the ClickHouse database {self.database} on cluster {cluster} is at schema version {current}, "
-                f"this sitelens needs {len(MIGRATIONS)}: with sitelens stopped, run once the statements of "
-                f"`sitelens clickhouse-schema --cluster {cluster} --database {self.database} --upgrade-from {current}`"
+                f"{where} is at schema version {current}, this sitelens needs {len(MIGRATIONS)}: with sitelens "
+                f"stopped, run once the statements of `{command} --upgrade-from {current}`"
             )
         for version, statements in enumerate(MIGRATIONS, start=1):
             if version <= current:

@@ -271,3 +271,15 @@ def test_chadmin005_migrate_events_refuses_bad_targets(capsys, duckdb_data, chdb
         assert "no site with id 999" in capsys.readouterr().err
     finally:
         drop_database(chdb_client, database)
+
+
+def test_chadmin011_on_a_cluster_without_a_recorded_version_the_store_names_the_schema_command(
+    chdb_settings, monkeypatch
+):
+    monkeypatch.setattr(
+        ClickHouseEventStore, "_cluster_of", lambda self, table: "analytics" if table == "events" else None
+    )
+    with pytest.raises(ValueError, match="records no schema version in sitelens_schema") as refused:
+        open_event_store(chdb_settings)
+    assert "`sitelens clickhouse-schema --cluster analytics --database " in str(refused.value)
+    assert "--upgrade-from" not in str(refused.value)
