@@ -180,6 +180,24 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                     goals["cached"]["median"] < 0.3,
                 )
             )
+        errors = dash["pages"].get("errors")
+        if errors:
+            out.append(
+                (
+                    "dashboard errors page first view < 1.5 s",
+                    f"{_ms(errors['first']['median'])} ms",
+                    errors["first"]["median"] < 1.5,
+                )
+            )
+            opened = errors.get("open_group")
+            if opened:
+                out.append(
+                    (
+                        "dashboard opening an error group < 1 s (click to its first occurrence, cold API cache)",
+                        f"{_ms(opened['median'])} ms (max {_ms(opened['max'])} ms, {opened['n']} clicks)",
+                        opened["median"] < 1.0,
+                    )
+                )
     out += _scale_targets(results.get("scale") or {})
     peaks = []
     if ing:
