@@ -180,6 +180,13 @@ SETTINGS: tuple[Setting, ...] = (
         "API root (ending in `/api`) the dashboard talks to. Empty: the API served by the same process.",
     ),
     Setting(
+        "dashboard_api_timeout",
+        _parse_positive_int,
+        "120",
+        "Seconds the dashboard waits for one API answer before it tells the viewer the answer is late (a long range "
+        "on a large store can take tens of seconds to count).",
+    ),
+    Setting(
         "geoip_mmdb",
         _parse_optional_path,
         "",
@@ -279,6 +286,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     api_url: str = ""
+    dashboard_api_timeout: int = 120
     geoip_mmdb: str = ""
     commit_interval_ms: int = 100
     duckdb_memory_limit: str = "1GB"

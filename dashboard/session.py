@@ -116,7 +116,9 @@ class DashboardState:
 
         with self.lock:
             if self._api is None:
-                self._api = AnalyticsAPI(base_url=self.settings.api_url, transport=self._transport)
+                self._api = AnalyticsAPI(
+                    base_url=self.settings.api_url, transport=self._transport, timeout=self.settings.api_timeout
+                )
             return self._api
 
     def generation(self, name: str) -> int:

@@ -70,8 +70,9 @@ def dashboard_command(args: argparse.Namespace) -> None:
     from dashboard.app import serve_dashboard
     from dashboard.settings import DashboardSettings
 
+    settings = DashboardSettings(api_url=api_url, api_timeout=env_setting("dashboard_api_timeout"))
     print(f"sitelens dashboard on http://{display_host(host)}:{port}/ using {api_url}", flush=True)
-    serve_dashboard(DashboardSettings(api_url=api_url), host=host, port=port)
+    serve_dashboard(settings, host=host, port=port)
 
 
 def _add_serving_commands(commands: Any) -> None:

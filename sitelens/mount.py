@@ -36,7 +36,9 @@ def mount_dashboard(app: FastAPI, settings: Settings) -> None:
     from dashboard.app import create_dashboard
     from dashboard.settings import DashboardSettings
 
-    dashboard = create_dashboard(DashboardSettings(api_url=dashboard_api_url(settings)))
+    dashboard = create_dashboard(
+        DashboardSettings(api_url=dashboard_api_url(settings), api_timeout=settings.dashboard_api_timeout)
+    )
     # a2wsgi types its ASGI arguments more narrowly than Starlette's ASGIApp; the two agree at run time.
     app.mount("/", WSGIMiddleware(dashboard.server), name="dashboard")  # type: ignore[arg-type]
 

@@ -251,6 +251,14 @@ def describe_failure(exc: Exception) -> Failure:
 
     if isinstance(exc, AuthenticationError):
         return Failure("Signed out", EXPIRED_MESSAGE, "warning", self_explaining=True)
+    if isinstance(exc, APIConnectionError) and exc.code == "TIMEOUT":
+        # The API is there but still counting: a long range on a large store. Telling the viewer it cannot be
+        # reached would send them to check a server that is running.
+        message = (
+            "The server did not answer in time: counting a long range on a large site takes a while. "
+            "Try again in a moment, or choose a shorter range."
+        )
+        return Failure("The answer is late", message, "warning", self_explaining=True)
     if isinstance(exc, APIConnectionError):
         message = "The dashboard cannot reach the API right now. Check that the sitelens server is running, then retry."
         return Failure("Cannot reach the API", message, self_explaining=True)

@@ -376,9 +376,11 @@ def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path, access_log: bool
     assert ("GET /api/organizations" in server.stdout.read()) is access_log
 
 
-def test_cli017_dashboard_needs_an_api_url(data_dir: Path) -> None:
+def test_cli017_dashboard_needs_an_api_url_and_a_positive_timeout(data_dir: Path) -> None:
     assert_fails(run_cli(data_dir, "dashboard", "--port", "8999"), "SITELENS_API_URL")
     assert_fails(run_cli(data_dir, "dashboard", SITELENS_API_URL="ftp://example.com/api"), "SITELENS_API_URL")
+    slow = {"SITELENS_API_URL": "http://127.0.0.1:9/api", "SITELENS_DASHBOARD_API_TIMEOUT": "0"}
+    assert_fails(run_cli(data_dir, "dashboard", **slow), "SITELENS_DASHBOARD_API_TIMEOUT")
 
 
 def test_cli018_dashboard_serves_pages_against_an_api_url(tmp_path: Path) -> None:

@@ -33,6 +33,8 @@ def test_environment_variables_are_read(tmp_path):
     env = {"SITELENS_DATA_DIR": str(tmp_path), "SITELENS_PORT": "9123", "SITELENS_SECRET_KEY": "s" * 20}
     settings = load_settings(env)
     assert settings.port == 9123 and settings.secret_key == "s" * 20 and settings.data_dir == tmp_path
+    assert settings.dashboard_api_timeout == 120
+    assert load_settings({**env, "SITELENS_DASHBOARD_API_TIMEOUT": "45"}).dashboard_api_timeout == 45
 
 
 @pytest.mark.parametrize(
@@ -48,6 +50,8 @@ def test_environment_variables_are_read(tmp_path):
         ("SITELENS_TRUST_PROXY", "maybe"),
         ("SITELENS_DUCKDB_MEMORY_LIMIT", "lots"),
         ("SITELENS_CLICKHOUSE_MEMORY_LIMIT", "1 GB or so"),
+        ("SITELENS_DASHBOARD_API_TIMEOUT", "0"),
+        ("SITELENS_DASHBOARD_API_TIMEOUT", "a minute"),
         ("SITELENS_NO_SUCH_SETTING", "1"),
     ],
 )

@@ -117,6 +117,7 @@ def test_redirect_marker_carries_href():
     [
         (AuthenticationError(401, None, "expired"), "Your session has ended. Please sign in again."),
         (APIConnectionError(None, None, "refused"), "The dashboard cannot reach the API right now."),
+        (APIConnectionError(None, "TIMEOUT", "GET /x timed out"), "The server did not answer in time"),
         (NotFoundError(404, None, "gone"), "Not found. It may have been deleted, or you have no access to it."),
         (ServerError(500, None, "x", request_id="abc"), "The server failed to answer (reference abc)."),
         (ValidationError(400, None, "bad", [{"field": "goal", "message": "unknown"}]), "refused this request. goal"),
@@ -142,6 +143,8 @@ def test_error_view_kinds():
     assert "session has ended" in texts(expired)
     assert '"data-clear-auth": "1"' in json.dumps(expired.to_plotly_json(), default=lambda o: o.to_plotly_json())
     assert "cannot reach the API" in texts(error_view(APIConnectionError(None, None, "refused")))
+    late = texts(error_view(APIConnectionError(None, "TIMEOUT", "GET /x timed out")))
+    assert "The answer is late" in late and "shorter range" in late and "cannot reach" not in late
     assert "reference abc" in texts(error_view(ServerError(500, None, "x", request_id="abc")))
     invalid = ValidationError(400, None, "bad", [{"field": "end_date", "message": "must be after start_date"}])
     assert "end_date: must be after start_date" in texts(error_view(invalid))

@@ -3,9 +3,11 @@ the login page and back to the page (with its query) afterwards."""
 
 from __future__ import annotations
 
+import threading
 from contextlib import ExitStack
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
 import httpx
 import pytest
 
@@ -73,6 +75,45 @@ def test_dash_failures002_expired_sign_in_goes_to_login_and_back(dash_duo, servi
     assert back == {"site": [str(site.site_id)], "time_zone": ["Europe/Berlin"], "sort": ["name"], "order": ["asc"]}
     dash_duo.wait_for_element("#goals-table", timeout=15)
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+@pytest.mark.filterwarnings("ignore:Flask-Caching")
+def test_dash_failures003_a_read_slower_than_the_dashboard_waits_says_the_answer_is_late(
+    dash_duo, settings, services, output_dir
+):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    api = create_app(settings, services)
+    answer = threading.Event()
+
+    async def slow_overview(scope, receive, send):
+        # The headline numbers take longer than the dashboard waits, as a long range of a large store can; the
+        # server is reachable all along and answers everything else.
+        if scope["type"] == "http" and scope["path"].endswith(f"/sites/{site.site_id}/overview"):
+            await anyio.to_thread.run_sync(answer.wait)
+        await api(scope, receive, send)
+
+    with ExitStack() as stack:
+        stack.callback(answer.set)  # let the held request finish before its server stops
+        base = stack.enter_context(live_server(slow_overview))
+        settings_ = DashboardSettings(api_url=base + "/api", cache_config={"CACHE_TYPE": "NullCache"}, api_timeout=2)
+        dash_duo.start_server(create_dashboard(settings_))
+        sign_in(dash_duo, "owner@example.com")
+        dash_duo.driver.get(f"{dash_duo.server_url}/overview?site={site.site_id}")
+        dash_duo.wait_for_contains_text("#overview-tiles", "did not answer in time", timeout=20)
+        tiles = dash_duo.find_element("#overview-tiles").text
+        assert "The answer is late" in tiles and "shorter range" in tiles and "cannot reach" not in tiles
+        # The rest of the page, which follows the numbers or their failure, still loads.
+        wait_until(
+            lambda: dash_duo.driver.execute_script(
+                "const g = document.querySelector('#overview-chart .js-plotly-plot');"
+                "return !!g && (g.data || []).some(t => (t.y || []).length > 0);"
+            ),
+            20,
+            "the chart did not draw",
+        )
+        screenshots(dash_duo, output_dir, "failures-late-answer")
 
 
 @pytest.mark.parametrize(

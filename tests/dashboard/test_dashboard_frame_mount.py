@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 
 from api_backend.settings import load_settings
@@ -33,6 +34,19 @@ def test_dashboard_api_url_defaults_to_this_server_on_loopback(tmp_path):
     assert dashboard_api_url(load_settings({}, **base, host="::", port=8000)) == "http://[::1]:8000/api"
     remote = load_settings({}, **base, api_url="https://stats.example.com/api/")
     assert dashboard_api_url(remote) == "https://stats.example.com/api"
+
+
+def test_the_served_dashboard_waits_for_the_api_as_long_as_its_setting_says(tmp_path):
+    from dashboard import session
+
+    base = {"data_dir": str(tmp_path), "secret_key": "test-secret-key-0123456789"}
+    settings = load_settings({"SITELENS_DASHBOARD_API_TIMEOUT": "45"}, **base)
+    app = create_combined_app(settings)
+    (mounted,) = [route for route in app.routes if getattr(route, "name", "") == "dashboard"]
+    state = mounted.app.app.extensions[session.EXTENSION]  # Starlette mount -> WSGI adapter -> Flask server
+    assert state.settings.api_timeout == 45
+    with pytest.raises(ValueError, match="api_timeout"):
+        DashboardSettings(api_url="http://127.0.0.1:9/api", api_timeout=0)
 
 
 def test_create_dashboard_connects_to_nothing_until_asked():
