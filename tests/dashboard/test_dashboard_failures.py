@@ -95,8 +95,8 @@ def test_dash_failures003_a_read_slower_than_the_dashboard_waits_says_the_answer
         await api(scope, receive, send)
 
     with ExitStack() as stack:
-        stack.callback(answer.set)  # let the held request finish before its server stops
         base = stack.enter_context(live_server(slow_overview))
+        stack.callback(answer.set)  # runs first on the way out: the held request ends before its server stops
         settings_ = DashboardSettings(api_url=base + "/api", cache_config={"CACHE_TYPE": "NullCache"}, api_timeout=2)
         dash_duo.start_server(create_dashboard(settings_))
         sign_in(dash_duo, "owner@example.com")
