@@ -29,10 +29,15 @@ if TYPE_CHECKING:
 
     from api_client import AnalyticsAPI
 
-__all__ = ["ASSETS_FOLDER", "PAGES_FOLDER", "create_dashboard", "serve_dashboard"]
+__all__ = ["ASSETS_FOLDER", "PAGES_FOLDER", "WSGI_THREADS", "asgi_app", "create_dashboard", "serve_dashboard"]
 
 PAGES_FOLDER = Path(__file__).resolve().parent / "pages"
 ASSETS_FOLDER = Path(__file__).resolve().parent / "assets"
+# Threads serving the dashboard's requests. Most of a callback's time is a wait for the API, which can last tens of
+# seconds for a long range on a large store (``DashboardSettings.api_timeout``); a browser keeps up to six requests
+# open per viewer, so the adapter's default of 10 let two viewers of slow pages hold every thread, and the next
+# viewer's page, sign-in included, waited behind them.
+WSGI_THREADS = 64
 _COMPARISON_TYPES = {"greater_than", "less_than", "greater_than_or_equal", "less_than_or_equal"}
 
 
@@ -518,10 +523,15 @@ def _add_security_headers(app: dash.Dash) -> None:
         return response
 
 
+def asgi_app(app: dash.Dash) -> Any:
+    """The dashboard ``app`` as an ASGI app: its Flask server on ``WSGI_THREADS`` threads."""
+    from a2wsgi import WSGIMiddleware
+
+    return WSGIMiddleware(app.server, workers=WSGI_THREADS)
+
+
 def serve_dashboard(settings: DashboardSettings, host: str, port: int) -> None:
     """Serve only the dashboard (one process) against the API at ``settings.api_url``, e.g. a remote sitelens."""
     import uvicorn
-    from a2wsgi import WSGIMiddleware
 
-    app = create_dashboard(settings)
-    uvicorn.run(WSGIMiddleware(app.server), host=host, port=port, log_level="info")
+    uvicorn.run(asgi_app(create_dashboard(settings)), host=host, port=port, log_level="info")

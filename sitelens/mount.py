@@ -31,16 +31,13 @@ def dashboard_api_url(settings: Settings) -> str:
 
 def mount_dashboard(app: FastAPI, settings: Settings) -> None:
     """Mount the dashboard at ``/`` of ``app``."""
-    from a2wsgi import WSGIMiddleware
-
-    from dashboard.app import create_dashboard
+    from dashboard.app import asgi_app, create_dashboard
     from dashboard.settings import DashboardSettings
 
     dashboard = create_dashboard(
         DashboardSettings(api_url=dashboard_api_url(settings), api_timeout=settings.dashboard_api_timeout)
     )
-    # a2wsgi types its ASGI arguments more narrowly than Starlette's ASGIApp; the two agree at run time.
-    app.mount("/", WSGIMiddleware(dashboard.server), name="dashboard")  # type: ignore[arg-type]
+    app.mount("/", asgi_app(dashboard), name="dashboard")
 
 
 def create_combined_app(settings: Settings, services: Services | None = None) -> FastAPI:

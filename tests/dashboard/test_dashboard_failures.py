@@ -4,7 +4,9 @@ the login page and back to the page (with its query) afterwards."""
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from datetime import date, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -12,11 +14,13 @@ import httpx
 import pytest
 
 from api_backend.app import create_app
-from dashboard.app import create_dashboard
+from dashboard import ids
+from dashboard.app import WSGI_THREADS, asgi_app, create_dashboard
 from dashboard.components.frame import safe_next
 from dashboard.settings import DashboardSettings
-from tests.support import live_server, make_account, make_site, wait_until
-from tests.support.dashboard import click, screenshots, sign_in
+from dashboard.state import ViewState
+from tests.support import PASSWORD, live_server, make_account, make_site, patient, wait_until
+from tests.support.dashboard import callback_payload, click, screenshots, sign_in
 from tests.support.dashboard_data import load_demo
 
 
@@ -114,6 +118,56 @@ def test_dash_failures003_a_read_slower_than_the_dashboard_waits_says_the_answer
             "the chart did not draw",
         )
         screenshots(dash_duo, output_dir, "failures-late-answer")
+
+
+def test_dash_failures004_viewers_waiting_on_slow_reads_leave_the_dashboard_to_the_next_viewer(settings, services):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    api = create_app(settings, services)
+    answer = threading.Event()
+    held: list[str] = []
+
+    async def slow_overview(scope, receive, send):
+        if scope["type"] == "http" and scope["path"].endswith(f"/sites/{site.site_id}/overview"):
+            held.append(scope["query_string"].decode())
+            await anyio.to_thread.run_sync(answer.wait)
+        await api(scope, receive, send)
+
+    # As many headline requests as three viewers' browsers keep open at once (six each), more than the adapter's
+    # default of 10 threads; each asks for another range, so none waits for another's answer.
+    waiting = 18
+    assert WSGI_THREADS > waiting
+    with ExitStack() as stack:
+        base = stack.enter_context(live_server(slow_overview))
+        dashboard = create_dashboard(DashboardSettings(api_url=base + "/api", cache_config={"CACHE_TYPE": "NullCache"}))
+        front = stack.enter_context(live_server(asgi_app(dashboard)))
+        stack.callback(answer.set)  # runs first on the way out
+        login = {"email": "owner@example.com", "password": PASSWORD}
+        auth = {"token": httpx.post(base + "/api/auth/login", json=login).json()["token"], "kind": "login"}
+        assert httpx.get(front + "/").status_code == 200  # the page callbacks are registered on the first request
+        end = date(2026, 11, 20)
+
+        def headline(days: int) -> httpx.Response:
+            view = ViewState(site_id=site.site_id, start_date=end - timedelta(days=days), end_date=end).to_dict()
+            payload = callback_payload(
+                dashboard,
+                [(ids.OVERVIEW_TILES, "children"), (ids.OVERVIEW_SHOWN, "data")],
+                [(ids.VIEW, "data", view)],
+                [(ids.AUTH, "data", auth)],
+            )
+            return httpx.post(front + "/_dash-update-component", json=payload, timeout=patient(60))
+
+        with ThreadPoolExecutor(waiting) as pool:
+            answers = [pool.submit(headline, days) for days in range(1, waiting + 1)]
+            wait_until(lambda: len(held) == waiting, 20, "the dashboard did not pass every read on to the API")
+            # Every read is still held, and the next viewer's sign-in page is served all the same.
+            page = httpx.get(front + "/login", timeout=patient(20))
+            assert page.status_code == 200 and "_dash-config" in page.text
+            assert not any(a.done() for a in answers)
+            answer.set()
+            done = [a.result() for a in answers]
+        assert all(r.status_code == 200 and "overview-tiles" in r.text for r in done)
 
 
 @pytest.mark.parametrize(

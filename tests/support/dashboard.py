@@ -89,27 +89,34 @@ def settled(dash_duo, at_least: int = 0, timeout: float = 15) -> int:
     )
 
 
-def run_callback(app: Any, outputs: list[tuple[str, str]], inputs: list[tuple[str, str, Any]], state=()) -> dict:
-    """Run one callback of the Dash ``app`` the way the browser asks for it (POST ``/_dash-update-component``)
-    through Flask's test client: no browser, no port. Returns ``{component id: {property: value}}`` of the outputs
-    that changed (an output left as it was is missing; ``{}`` when the callback changed nothing)."""
+def callback_payload(
+    app: Any, outputs: list[tuple[str, str]], inputs: list[tuple[str, str, Any]], state=()
+) -> dict[str, Any]:
+    """The body of the browser's POST ``/_dash-update-component`` for one callback of the Dash ``app`` (whose page
+    callbacks are registered: it has answered a request)."""
     import re
 
-    client = app.server.test_client()
-    client.get("/")  # Dash registers the page callbacks on its first request
     wanted = "...".join(f"{component}.{prop}" for component, prop in outputs)
     wanted = f"..{wanted}.." if len(outputs) > 1 else wanted
     # An output that allows duplicates carries a "@<hash>" suffix in the callback's key.
     [key] = [k for k in app.callback_map if re.sub(r"@[0-9a-f]+", "", k) == wanted]
     specs = [{"id": c, "property": p} for c, p in outputs]
-    payload = {
+    return {
         "output": key,
         "outputs": specs if len(outputs) > 1 else specs[0],
         "inputs": [{"id": c, "property": p, "value": v} for c, p, v in inputs],
         "state": [{"id": c, "property": p, "value": v} for c, p, v in state],
         "changedPropIds": [f"{c}.{p}" for c, p, _ in inputs],
     }
-    response = client.post("/_dash-update-component", json=payload)
+
+
+def run_callback(app: Any, outputs: list[tuple[str, str]], inputs: list[tuple[str, str, Any]], state=()) -> dict:
+    """Run one callback of the Dash ``app`` the way the browser asks for it (POST ``/_dash-update-component``)
+    through Flask's test client: no browser, no port. Returns ``{component id: {property: value}}`` of the outputs
+    that changed (an output left as it was is missing; ``{}`` when the callback changed nothing)."""
+    client = app.server.test_client()
+    client.get("/")  # Dash registers the page callbacks on its first request
+    response = client.post("/_dash-update-component", json=callback_payload(app, outputs, inputs, state))
     if response.status_code == 204:  # PreventUpdate
         return {}
     assert response.status_code == 200, response.get_data(as_text=True)
