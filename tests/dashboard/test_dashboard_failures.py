@@ -140,7 +140,9 @@ def test_dash_failures004_viewers_waiting_on_slow_reads_leave_the_dashboard_to_t
     assert WSGI_THREADS > waiting
     with ExitStack() as stack:
         base = stack.enter_context(live_server(slow_overview))
-        dashboard = create_dashboard(DashboardSettings(api_url=base + "/api", cache_config={"CACHE_TYPE": "NullCache"}))
+        # The reads are held until released below, however long the machine takes to get there.
+        settings_ = DashboardSettings(api_url=base + "/api", cache_config={"CACHE_TYPE": "NullCache"}, api_timeout=3600)
+        dashboard = create_dashboard(settings_)
         front = stack.enter_context(live_server(asgi_app(dashboard)))
         stack.callback(answer.set)  # runs first on the way out
         login = {"email": "owner@example.com", "password": PASSWORD}
