@@ -120,6 +120,7 @@ def test_dash_failures003_a_read_slower_than_the_dashboard_waits_says_the_answer
         screenshots(dash_duo, output_dir, "failures-late-answer")
 
 
+@pytest.mark.filterwarnings("ignore:Flask-Caching")
 def test_dash_failures004_viewers_waiting_on_slow_reads_leave_the_dashboard_to_the_next_viewer(settings, services):
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
