@@ -145,7 +145,9 @@ def sign_in(
         return no_update, no_update, alert(wrong)
     except ValidationError as exc:
         return no_update, no_update, alert(exc.message)
-    except APIConnectionError:
+    except APIConnectionError as exc:
+        if exc.code == "TIMEOUT":  # reachable but busy (long reads on a large store): checking the server misleads
+            return no_update, no_update, alert("The server did not answer in time. Try again in a moment.")
         return no_update, no_update, alert("The dashboard cannot reach the API. Check that the server is running.")
     except APIError as exc:
         return no_update, no_update, alert(exc.message)

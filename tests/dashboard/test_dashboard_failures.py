@@ -3,6 +3,7 @@ the login page and back to the page (with its query) afterwards."""
 
 from __future__ import annotations
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -20,7 +21,7 @@ from dashboard.components.frame import safe_next
 from dashboard.settings import DashboardSettings
 from dashboard.state import ViewState
 from tests.support import PASSWORD, live_server, make_account, make_site, patient, wait_until
-from tests.support.dashboard import callback_payload, click, screenshots, sign_in
+from tests.support.dashboard import callback_payload, click, run_callback, screenshots, sign_in
 from tests.support.dashboard_data import load_demo
 
 
@@ -171,6 +172,48 @@ def test_dash_failures004_viewers_waiting_on_slow_reads_leave_the_dashboard_to_t
             answer.set()
             done = [a.result() for a in answers]
         assert all(r.status_code == 200 and "overview-tiles" in r.text for r in done)
+
+
+def _sign_in_message(dashboard) -> str:
+    """What the sign-in form says after a password sign-in for owner@example.com (its callback, run in-process)."""
+    changed = run_callback(
+        dashboard,
+        [(ids.AUTH, "data"), (ids.NAVIGATE, "href"), (ids.LOGIN_MESSAGE, "children")],
+        [
+            (ids.LOGIN_SUBMIT, "n_clicks", 1),
+            (ids.LOGIN_PASSWORD, "n_submit", None),
+            (ids.LOGIN_API_KEY, "n_submit", None),
+        ],
+        [
+            (ids.LOGIN_MODE, "value", "password"),
+            (ids.LOGIN_EMAIL, "value", "owner@example.com"),
+            (ids.LOGIN_PASSWORD, "value", PASSWORD),
+            (ids.LOGIN_API_KEY, "value", None),
+            (ids.LOGIN_NEXT, "data", None),
+        ],
+    )
+    return json.dumps(changed.get(ids.LOGIN_MESSAGE, {}))
+
+
+@pytest.mark.filterwarnings("ignore:Flask-Caching")
+def test_dash_failures005_a_sign_in_the_api_is_too_busy_to_answer_says_so(settings, services):
+    make_account(services, "owner@example.com")
+    api = create_app(settings, services)
+    answer = threading.Event()
+
+    async def busy_login(scope, receive, send):
+        if scope["type"] == "http" and scope["path"] == "/api/auth/login":
+            await anyio.to_thread.run_sync(answer.wait)
+        await api(scope, receive, send)
+
+    with ExitStack() as stack:
+        base = stack.enter_context(live_server(busy_login))
+        stack.callback(answer.set)  # runs first on the way out
+        late = _sign_in_message(create_dashboard(DashboardSettings(api_url=base + "/api", api_timeout=1)))
+    assert "did not answer in time" in late and "cannot reach" not in late
+    # Nothing listening: that one is about reaching the server.
+    unreachable = _sign_in_message(create_dashboard(DashboardSettings(api_url="http://127.0.0.1:9/api")))
+    assert "cannot reach the API" in unreachable
 
 
 @pytest.mark.parametrize(
