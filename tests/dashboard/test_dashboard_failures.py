@@ -4,13 +4,11 @@ the login page and back to the page (with its query) afterwards."""
 from __future__ import annotations
 
 import json
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from datetime import date, timedelta
 from urllib.parse import parse_qs, urlsplit
 
-import anyio
 import httpx
 import pytest
 
@@ -20,7 +18,7 @@ from dashboard.app import WSGI_THREADS, asgi_app, create_dashboard
 from dashboard.components.frame import safe_next
 from dashboard.settings import DashboardSettings
 from dashboard.state import ViewState
-from tests.support import PASSWORD, live_server, make_account, make_site, patient, wait_until
+from tests.support import PASSWORD, holding_server, live_server, make_account, make_site, patient, wait_until
 from tests.support.dashboard import callback_payload, click, run_callback, screenshots, sign_in
 from tests.support.dashboard_data import load_demo
 
@@ -89,20 +87,13 @@ def test_dash_failures003_a_read_slower_than_the_dashboard_waits_says_the_answer
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
-    api = create_app(settings, services)
-    answer = threading.Event()
-
-    async def slow_overview(scope, receive, send):
-        # The headline numbers take longer than the dashboard waits, as a long range of a large store can; the
-        # server is reachable all along and answers everything else.
-        if scope["type"] == "http" and scope["path"].endswith(f"/sites/{site.site_id}/overview"):
-            await anyio.to_thread.run_sync(answer.wait)
-        await api(scope, receive, send)
-
-    with ExitStack() as stack:
-        base = stack.enter_context(live_server(slow_overview))
-        stack.callback(answer.set)  # runs first on the way out: the held request ends before its server stops
-        settings_ = DashboardSettings(api_url=base + "/api", cache_config={"CACHE_TYPE": "NullCache"}, api_timeout=2)
+    # The headline numbers take longer than the dashboard waits, as a long range of a large store can; the server is
+    # reachable all along and answers everything else.
+    overview = f"/sites/{site.site_id}/overview"
+    with holding_server(create_app(settings, services), lambda scope: scope["path"].endswith(overview)) as api:
+        settings_ = DashboardSettings(
+            api_url=api.base + "/api", cache_config={"CACHE_TYPE": "NullCache"}, api_timeout=2
+        )
         dash_duo.start_server(create_dashboard(settings_))
         sign_in(dash_duo, "owner@example.com")
         dash_duo.driver.get(f"{dash_duo.server_url}/overview?site={site.site_id}")
@@ -126,29 +117,24 @@ def test_dash_failures004_viewers_waiting_on_slow_reads_leave_the_dashboard_to_t
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
-    api = create_app(settings, services)
-    answer = threading.Event()
-    held: list[str] = []
-
-    async def slow_overview(scope, receive, send):
-        if scope["type"] == "http" and scope["path"].endswith(f"/sites/{site.site_id}/overview"):
-            held.append(scope["query_string"].decode())
-            await anyio.to_thread.run_sync(answer.wait)
-        await api(scope, receive, send)
-
+    overview = f"/sites/{site.site_id}/overview"
     # As many headline requests as three viewers' browsers keep open at once (six each), more than the adapter's
     # default of 10 threads; each asks for another range, so none waits for another's answer.
     waiting = 18
     assert WSGI_THREADS > waiting
     with ExitStack() as stack:
-        base = stack.enter_context(live_server(slow_overview))
+        api = stack.enter_context(
+            holding_server(create_app(settings, services), lambda scope: scope["path"].endswith(overview))
+        )
         # The reads are held until released below, however long the machine takes to get there.
-        settings_ = DashboardSettings(api_url=base + "/api", cache_config={"CACHE_TYPE": "NullCache"}, api_timeout=3600)
+        settings_ = DashboardSettings(
+            api_url=api.base + "/api", cache_config={"CACHE_TYPE": "NullCache"}, api_timeout=3600
+        )
         dashboard = create_dashboard(settings_)
         front = stack.enter_context(live_server(asgi_app(dashboard)))
-        stack.callback(answer.set)  # runs first on the way out
+        stack.callback(api.release.set)  # runs first on the way out
         login = {"email": "owner@example.com", "password": PASSWORD}
-        auth = {"token": httpx.post(base + "/api/auth/login", json=login).json()["token"], "kind": "login"}
+        auth = {"token": httpx.post(api.base + "/api/auth/login", json=login).json()["token"], "kind": "login"}
         assert httpx.get(front + "/").status_code == 200  # the page callbacks are registered on the first request
         end = date(2026, 11, 20)
 
@@ -164,12 +150,12 @@ def test_dash_failures004_viewers_waiting_on_slow_reads_leave_the_dashboard_to_t
 
         with ThreadPoolExecutor(waiting) as pool:
             answers = [pool.submit(headline, days) for days in range(1, waiting + 1)]
-            wait_until(lambda: len(held) == waiting, 20, "the dashboard did not pass every read on to the API")
+            wait_until(lambda: len(api.requests) == waiting, 20, "the dashboard did not pass every read on to the API")
             # Every read is still held, and the next viewer's sign-in page is served all the same.
             page = httpx.get(front + "/login", timeout=patient(20))
             assert page.status_code == 200 and "_dash-config" in page.text
             assert not any(a.done() for a in answers)
-            answer.set()
+            api.release.set()
             done = [a.result() for a in answers]
         assert all(r.status_code == 200 and "overview-tiles" in r.text for r in done)
 
@@ -198,18 +184,8 @@ def _sign_in_message(dashboard) -> str:
 @pytest.mark.filterwarnings("ignore:Flask-Caching")
 def test_dash_failures005_a_sign_in_the_api_is_too_busy_to_answer_says_so(settings, services):
     make_account(services, "owner@example.com")
-    api = create_app(settings, services)
-    answer = threading.Event()
-
-    async def busy_login(scope, receive, send):
-        if scope["type"] == "http" and scope["path"] == "/api/auth/login":
-            await anyio.to_thread.run_sync(answer.wait)
-        await api(scope, receive, send)
-
-    with ExitStack() as stack:
-        base = stack.enter_context(live_server(busy_login))
-        stack.callback(answer.set)  # runs first on the way out
-        late = _sign_in_message(create_dashboard(DashboardSettings(api_url=base + "/api", api_timeout=1)))
+    with holding_server(create_app(settings, services), lambda scope: scope["path"] == "/api/auth/login") as api:
+        late = _sign_in_message(create_dashboard(DashboardSettings(api_url=api.base + "/api", api_timeout=1)))
     assert "did not answer in time" in late and "cannot reach" not in late
     # Nothing listening: that one is about reaching the server.
     unreachable = _sign_in_message(create_dashboard(DashboardSettings(api_url="http://127.0.0.1:9/api")))

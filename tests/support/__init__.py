@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import uvicorn
 
@@ -69,6 +70,39 @@ def live_server(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@dataclass
+class HeldServer:
+    """A live server holding some requests (``holding_server``): its URL, the held requests' scopes, their release."""
+
+    base: str
+    requests: list[dict[str, Any]]
+    release: threading.Event
+
+
+@contextmanager
+def holding_server(app: Any, held: Any) -> Iterator[HeldServer]:
+    """``live_server(app)`` whose HTTP requests for which ``held(scope)`` is true wait until released.
+
+    An API too busy to answer in time, with no fixed sleep: each held request's scope is appended to ``requests`` as
+    it arrives, and all of them go on once ``release`` is set, at the latest when the block ends (before the server
+    stops).
+    """
+    server = HeldServer("", [], threading.Event())
+
+    async def holding(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and held(scope):
+            server.requests.append(scope)
+            await anyio.to_thread.run_sync(server.release.wait)
+        await app(scope, receive, send)
+
+    with live_server(holding) as base:
+        server.base = base
+        try:
+            yield server
+        finally:
+            server.release.set()
 
 
 @dataclass
