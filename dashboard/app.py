@@ -396,23 +396,19 @@ def _register_frame_callbacks(app: dash.Dash) -> None:
 
 
 def _overview(view: ViewState, auth: dict | None) -> Any:
-    """The overview strip of ``view`` for the signed-in person; both periods are fetched side by side."""
+    """The overview strip of ``view`` for the signed-in person, against the API's previous period.
+
+    One ``compare=previous`` answer, the one the overview page's tiles are drawn from, so every page shows the same
+    change for the same range: a range ending today ends now, and the API ends its previous period at the same time
+    of day, not at the end of that day.
+    """
     if view.site_id is None:
         raise PreventUpdate
-    from concurrent.futures import ThreadPoolExecutor
-
     api = session.api_for(auth)
-    server = session.current_state().server
-
-    def fetch(period: ViewState) -> Any:
-        with server.app_context():
-            return session.cached_call(api, "overview", period.site_id, period.query())
-
-    def both() -> list[Any]:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            return list(pool.map(fetch, (view, view.previous())))
-
-    return shown(both, lambda periods: frame.overview_strip(*periods))
+    return shown(
+        lambda: session.cached_call(api, "overview_compared", view.site_id, view.query()),
+        lambda both: frame.overview_strip(both.current, both.previous),
+    )
 
 
 def _site_options(auth: dict | None) -> list[dict[str, Any]]:

@@ -18,14 +18,10 @@ __all__ = ["overview"]
 
 
 def overview(auth: Mapping[str, Any] | None, view: ViewState) -> Any | None:
-    """The overview strip of ``view`` (this range against the previous one) when both answers are cached."""
+    """The overview strip of ``view`` (this range against the previous one) when its answer is cached."""
     if view.site_id is None or not session.is_signed_in(auth):
         return None
-    api = session.api_for(auth)
-    current = session.peek(api, "overview", view.site_id, view.query())
-    if current is None:
+    both = session.peek(session.api_for(auth), "overview_compared", view.site_id, view.query())
+    if both is None:
         return None
-    previous = session.peek(api, "overview", view.site_id, view.previous().query())
-    if previous is None:
-        return None
-    return frame.overview_strip(current, previous)
+    return frame.overview_strip(both.current, both.previous)

@@ -166,13 +166,6 @@ class ViewState:
             filters=[Filter(parameter=f["parameter"], type=f["type"], value=list(f["value"])) for f in self.filters],
         )
 
-    def previous(self) -> ViewState:
-        """The same view over the previous period of the same length (for change figures)."""
-        if self.start_date is None or self.end_date is None:
-            return self
-        start, end = shift_range(self.start_date, self.end_date, -1)
-        return replace(self, start_date=start, end_date=end)
-
     def replace(self, **changes: Any) -> ViewState:
         """A copy with ``changes`` applied (filters may be given as a list)."""
         if "filters" in changes:

@@ -22,6 +22,7 @@ __all__ = [
     "attrs",
     "card",
     "channel_label",
+    "comparison_gap",
     "csv_button",
     "csv_download",
     "data_table",
@@ -103,6 +104,24 @@ def format_duration(seconds: float | int | None) -> str:
     if minutes:
         return f"{minutes}m {secs:02d}s"
     return f"{secs}s"
+
+
+MIN_PREVIOUS_SESSIONS = 30
+MIN_PREVIOUS_SHARE = 0.1
+
+
+def comparison_gap(sessions: Any, previous_sessions: Any) -> str | None:
+    """Why the range cannot fairly be compared with the previous period of the same length, or ``None`` if it can.
+
+    The previous period needs sessions at all, at least ``MIN_PREVIOUS_SESSIONS`` of them, and at least a tenth of
+    this range's: below that a change reads as +11,860% when tracking merely started inside the previous period.
+    """
+    before = int(previous_sessions or 0)
+    if before == 0:
+        return "no earlier data"
+    if before < MIN_PREVIOUS_SESSIONS or before < MIN_PREVIOUS_SHARE * int(sessions or 0):
+        return f"too little earlier data ({before:,} session{'' if before == 1 else 's'})"
+    return None
 
 
 def format_change(

@@ -14,7 +14,15 @@ from typing import Any
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.common import app_href, attrs, format_change, format_duration, format_number, format_percent
+from dashboard.components.common import (
+    app_href,
+    attrs,
+    comparison_gap,
+    format_change,
+    format_duration,
+    format_number,
+    format_percent,
+)
 from dashboard.countries import country_flag, country_label, country_name, parse_countries, region_label
 from dashboard.state import PRESETS, ViewState, today_in
 
@@ -407,24 +415,6 @@ def filter_builder() -> html.Div:
         ],
         className="filter-builder",
     )
-
-
-MIN_PREVIOUS_SESSIONS = 30
-MIN_PREVIOUS_SHARE = 0.1
-
-
-def comparison_gap(sessions: Any, previous_sessions: Any) -> str | None:
-    """Why the range cannot fairly be compared with the previous period of the same length, or ``None`` if it can.
-
-    The previous period needs sessions at all, at least ``MIN_PREVIOUS_SESSIONS`` of them, and at least a tenth of
-    this range's: below that a change reads as +11,860% when tracking merely started inside the previous period.
-    """
-    before = int(previous_sessions or 0)
-    if before == 0:
-        return "no earlier data"
-    if before < MIN_PREVIOUS_SESSIONS or before < MIN_PREVIOUS_SHARE * int(sessions or 0):
-        return f"too little earlier data ({before:,} session{'' if before == 1 else 's'})"
-    return None
 
 
 def overview_strip(current: Any, previous: Any = None) -> html.Div:

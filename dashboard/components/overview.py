@@ -15,6 +15,7 @@ from dash import dcc, html
 from dashboard import ids
 from dashboard.components.common import (
     channel_label,
+    comparison_gap,
     format_change,
     format_duration,
     format_number,
@@ -27,7 +28,6 @@ __all__ = [
     "BUCKETS",
     "HEADLINES",
     "PANELS",
-    "SMALL_PREVIOUS",
     "default_bucket",
     "headline_tiles",
     "live_badge",
@@ -44,8 +44,6 @@ HEADLINES = (
     ("bounce_rate", "Bounce rate", format_percent, False),
     ("session_duration", "Visit duration", format_duration, True),
 )
-# Below this many visits in the previous period a percentage change says more about noise than about the site.
-SMALL_PREVIOUS = 10
 BUCKETS = ("hour", "day", "week", "month")
 # Panel -> its tabs as (tab value = metric parameter, tab label).
 PANELS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -78,24 +76,28 @@ def default_bucket(days: int) -> str:
     return "month"
 
 
-def change_text(key: str, now: Any, before: Any, previous_visits: int | None) -> tuple[str, str]:
-    """(text, direction) of one tile's change; words instead of a percentage when the earlier period is thin."""
+def change_text(key: str, now: Any, before: Any, visits: Any, previous_visits: Any) -> tuple[str, str]:
+    """(text, direction) of one tile's change; words instead of a percentage when the earlier period is thin.
+
+    ``visits`` / ``previous_visits`` are the sessions of the two periods (``previous_visits`` None while loading).
+    The rule is ``comparison_gap``'s, the one of every page's overview strip.
+    """
     if previous_visits is None:
         return "", "none"  # still loading: say nothing rather than something wrong
-    if previous_visits == 0:
-        return "no earlier data", "none"
-    if previous_visits < SMALL_PREVIOUS:
-        return "too little earlier data", "none"
+    gap = comparison_gap(visits, previous_visits)
+    if gap is not None:
+        return gap, "none"
     return format_change(now, before, points=key == "bounce_rate")
 
 
 def headline_tiles(current: Any = None, previous: Any = None) -> html.Div:
     """The six headline numbers of the range, each with its change against the previous period."""
+    visits = value_of(current, "sessions")
     previous_visits = value_of(previous, "sessions") if previous is not None else None
     tiles = []
     for key, label, fmt, rise_is_good in HEADLINES:
         now, before = value_of(current, key), value_of(previous, key)
-        text, direction = change_text(key, now, before, previous_visits)
+        text, direction = change_text(key, now, before, visits, previous_visits)
         tone = "neutral"
         if direction in ("up", "down"):
             tone = "good" if (direction == "up") == rise_is_good else "bad"

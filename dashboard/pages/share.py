@@ -255,9 +255,8 @@ def load_shared(view_data: dict | None, share: dict | None, tab: str | None, fra
             content = _goals(api, view)
         strip = None  # the overview tab has its own headline numbers
         if tab != "overview":
-            current = session.cached_call(api, "overview", view.site_id, view.query())
-            previous = session.cached_call(api, "overview", view.site_id, view.previous().query())
-            strip = overview_strip(current, previous)
+            both = session.cached_call(api, "overview_compared", view.site_id, view.query())
+            strip = overview_strip(both.current, both.previous)
     except APIError as exc:
         shown = error_view(exc, shared=True)
         if getattr(shown, "id", None) == "share-invalid":

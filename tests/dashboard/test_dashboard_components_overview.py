@@ -12,16 +12,23 @@ from dashboard.components import sites as sites_ui
 
 def test_components_overview001_change_words_for_thin_or_empty_earlier_periods():
     now = Overview(sessions=40, pageviews=80, users=30, bounce_rate=50.0)
-    assert ui.change_text("sessions", 40, 0, None) == ("", "none")  # still loading: nothing yet
-    assert ui.change_text("sessions", 40, 0, 0) == ("no earlier data", "none")
-    assert ui.change_text("sessions", 40, 3, 3) == ("too little earlier data", "none")
-    assert ui.change_text("sessions", 40, 20, 20) == ("+100.0%", "up")
-    assert ui.change_text("bounce_rate", 50.0, 40.0, 20) == ("+10.0 pts", "up")
-    tiles = json.dumps(
+    assert ui.change_text("sessions", 40, 0, 40, None) == ("", "none")  # still loading: nothing yet
+    assert ui.change_text("sessions", 40, 0, 40, 0) == ("no earlier data", "none")
+    # The same rule as every page's overview strip: at least 30 earlier sessions, and a tenth of this range's.
+    assert ui.change_text("sessions", 40, 29, 40, 29) == ("too little earlier data (29 sessions)", "none")
+    assert ui.change_text("sessions", 400, 30, 400, 30) == ("too little earlier data (30 sessions)", "none")
+    assert ui.change_text("sessions", 300, 30, 300, 30) == ("+900.0%", "up")
+    assert ui.change_text("bounce_rate", 50.0, 40.0, 40, 30) == ("+10.0 pts", "up")
+    thin = json.dumps(
         ui.headline_tiles(now, Overview(sessions=20, pageviews=40, users=15, bounce_rate=40.0)).to_plotly_json(),
         default=str,
     )
-    assert "overview-loaded" in tiles and "+100.0%" in tiles
+    assert "overview-loaded" in thin and "too little earlier data (20 sessions)" in thin and "+100.0%" not in thin
+    fair = json.dumps(
+        ui.headline_tiles(now, Overview(sessions=32, pageviews=40, users=15, bounce_rate=40.0)).to_plotly_json(),
+        default=str,
+    )
+    assert "+25.0%" in fair and "+100.0%" in fair and "+10.0 pts" in fair
     assert "overview-loaded" not in json.dumps(ui.headline_tiles().to_plotly_json(), default=str)
 
 

@@ -79,8 +79,6 @@ def test_query_for_the_api():
         "filters": '[{"parameter":"country","type":"equals","value":["DE"]}]',
     }
     assert query.filters == (Filter("country", "equals", ["DE"]),)
-    previous = view.previous()
-    assert (previous.start_date, previous.end_date) == (date(2025, 12, 25), date(2025, 12, 31))
 
 
 def test_presets_and_steps():

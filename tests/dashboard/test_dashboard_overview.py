@@ -1,14 +1,21 @@
-"""Browser test of the overview strip: a change only against a fair previous period, no verdict while loading."""
+"""Browser tests of the overview strip: a change only against a fair previous period, no verdict while loading, and
+the same change on every page and in a private link as on the overview page."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from api_backend.store.events import rows_to_table
+from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
 from tests.support.dashboard import screenshots, sign_in
+
+# Zones without daylight saving whose offsets leave at most 5.5 hours between them around the clock: one of them
+# always has its local time within 2.75 hours of noon.
+FIXED_ZONES = ("Asia/Tokyo", "Asia/Kolkata", "UTC", "America/Sao_Paulo", "America/Phoenix", "Pacific/Honolulu")
 
 # Recorded from the first byte of every document: any text the strip's change lines ever showed.
 WATCH_CHANGES = """
@@ -67,4 +74,66 @@ def test_dash_overview001_fair_thin_and_loading(dash_duo, services, api_base, ou
     dash_duo.wait_for_text_to_equal(".stat-change", "too little earlier data (2 sessions)", timeout=10)
     assert "%" not in " ".join(e.text for e in dash_duo.find_elements(".stat-change"))
     screenshots(dash_duo, output_dir, "overview-thin")
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+def local_sessions(site_id: int, count: int, day: datetime, prefix: str) -> list[dict]:
+    """``count`` one-page sessions a minute apart from ``day`` (an aware local time), stored in UTC."""
+    return [
+        {
+            "site_id": site_id,
+            "timestamp": (day + timedelta(minutes=i)).astimezone(UTC).replace(tzinfo=None),
+            "session_id": f"{prefix}{i}",
+            "user_id": f"{prefix}{i}",
+            "pathname": "/",
+            "type": "pageview",
+        }
+        for i in range(count)
+    ]
+
+
+def test_dash_overview002_every_page_compares_with_the_same_previous_period(dash_duo, services, api_base, output_dir):
+    # A range ending today ends now, and its previous period ends 30 days before now, not at the end of that day.
+    # The zone is the one where it is nearest noon, so "later that day" exists whenever the test runs.
+    now = datetime.now(UTC)
+    zone = min(FIXED_ZONES, key=lambda z: abs(now.astimezone(ZoneInfo(z)).hour - 12))
+    local = ZoneInfo(zone)
+    today = now.astimezone(local).date()
+
+    def at(days_ago: int, hour: int) -> datetime:
+        return datetime.combine(today - timedelta(days=days_ago), time(hour), tzinfo=local)
+
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    # 60 sessions now; 40 earlier in the previous period; 20 on its last day, after this time of day: outside it.
+    services.events.append(
+        rows_to_table(
+            local_sessions(site.site_id, 60, at(3, 10), "n")
+            + local_sessions(site.site_id, 40, at(40, 10), "p")
+            + local_sessions(site.site_id, 20, at(30, 23), "late")
+        )
+    )
+    assert at(30, 23) > now.astimezone(local) - timedelta(days=30)
+    key = AnalyticsAPI(api_base + "/api", token=owner.api_key).generate_private_link(site.site_id)
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
+    sign_in(dash_duo, "owner@example.com")
+
+    # The overview page: 60 against 40 visits and visitors, +50.0%.
+    dash_duo.driver.get(f"{dash_duo.server_url}/overview?site={site.site_id}&time_zone={zone}")
+    dash_duo.wait_for_text_to_equal("#overview-sessions", "60", timeout=15)
+    dash_duo.wait_for_text_to_equal("#overview-sessions-change", "+50.0%", timeout=10)
+    assert dash_duo.find_element("#overview-users-change").text == "+50.0%"
+
+    # The strip of another page says the same, not 0% against the whole of that last day.
+    dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={site.site_id}&time_zone={zone}")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "60", timeout=15)
+    dash_duo.wait_for_text_to_equal(".stat-change", "+50.0%", timeout=10)
+    changes = [e.text for e in dash_duo.find_elements(".stat-change")]
+    assert changes[:3] == ["+50.0%", "+50.0%", "+50.0%"], changes  # sessions, pageviews, users
+    screenshots(dash_duo, output_dir, "overview-same-previous")
+
+    # And so does a private link's.
+    dash_duo.driver.get(f"{dash_duo.server_url}/share/{site.site_id}?time_zone={zone}#{key}")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "60", timeout=15)
+    dash_duo.wait_for_text_to_equal(".stat-change", "+50.0%", timeout=10)
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []

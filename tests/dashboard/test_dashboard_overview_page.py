@@ -32,7 +32,7 @@ def test_dash_overview_page001_numbers_range_and_row_filter(dash_duo, services, 
     assert dash_duo.find_element("#overview-pages_per_session").text == "1.40"
     assert dash_duo.find_element("#overview-bounce_rate").text == "60.0%"
     # The previous 30 days hold the one old visit: too little to compare with.
-    assert dash_duo.find_element("#overview-sessions-change").text == "too little earlier data"
+    assert dash_duo.find_element("#overview-sessions-change").text == "too little earlier data (1 session)"
     dash_duo.wait_for_contains_text("#overview-rows-pathname", "/pricing", timeout=10)
     rows = dash_duo.find_elements("#overview-rows-pathname button.panel-row")
     assert [r.find_elements(By.CLASS_NAME, "panel-value")[0].text for r in rows] == ["/", "/pricing"]

@@ -201,8 +201,8 @@ def test_overview_is_drawn_from_the_cache_of_the_real_api(services, api_base):
         assert prefill.overview(auth, view) is None  # nothing cached yet: the page shows its loading state
         api = session.api_for(auth)
         session.cached_call(api, "overview", site.site_id, view.query())
-        assert prefill.overview(auth, view) is None  # the previous period is still missing
-        session.cached_call(api, "overview", site.site_id, view.previous().query())
+        assert prefill.overview(auth, view) is None  # this period alone: the strip is drawn from the comparison
+        session.cached_call(api, "overview_compared", site.site_id, view.query())
         strip = prefill.overview(auth, view)
         assert prefill.overview(None, view) is None  # never for someone signed out
     values = {tile.children[1].id: tile.children[1].children for tile in strip.children}
