@@ -29,6 +29,14 @@ dash.register_page(
 STARTING_STEPS = [{"type": "page", "value": "/"}, {"type": "page", "value": ""}]
 
 
+# What the result card says before the first analysis, instead of an empty box.
+NOT_YET = html.P(
+    "Set the steps above, then choose Analyze. A visit counts at a step when it reached it after the step before, "
+    "within the chosen range.",
+    className="empty-hint funnel-not-yet",
+)
+
+
 def _field(field: str) -> dict[str, Any]:
     return {"type": ids.FUNNEL_STEP_TYPE, "field": field, "index": ALL}
 
@@ -68,7 +76,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
                 [html.Div(funnel_ui.step_rows(STARTING_STEPS), id=ids.FUNNEL_STEPS), segment, actions],
                 title="Steps",
             ),
-            card(loading(None, ids.FUNNEL_RESULT), title="Funnel"),
+            card(loading(NOT_YET, ids.FUNNEL_RESULT), title="Funnel"),
         ],
         className="page page-funnels",
     )

@@ -25,6 +25,8 @@ def test_dash_funnels001_build_analyze_compare(dash_duo, services, api_base, out
     dash_duo.driver.set_window_size(1440, 1200)
     dash_duo.driver.get(f"{dash_duo.server_url}/funnels?site={site.site_id}&time_zone=UTC")
 
+    # Before the first analysis the result card says what to do, not nothing.
+    dash_duo.wait_for_contains_text("#funnel-result", "choose Analyze", timeout=15)
     # Home, then /pricing, then the event "signup" with plan = pro.
     dash_duo.wait_for_element(step("value", 1), timeout=15).send_keys("/pricing")
     dash_duo.find_element("#funnel-add").click()
