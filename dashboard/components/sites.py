@@ -14,19 +14,37 @@ from dashboard.components.common import format_number, value_of
 __all__ = ["add_site_form", "site_stats", "snippet", "snippet_status", "tracking_snippet"]
 
 
+SPARK_COLOR = "#4f6bed"
+
+
 def site_stats(overview: Any, series: Sequence[Any]) -> html.Div:
-    """Visitors of the last 24 hours and an hourly sparkline of them (both the API's)."""
+    """Visitors of the last 24 hours and an hourly sparkline of them (both the API's).
+
+    The window ends now and began 24 hours ago, so its first and last hours are partly counted: the line into them
+    is dotted, not a fall in traffic drawn every morning at the current hour.
+    """
     users = [value_of(b, "users") or 0 for b in series]
+    x = list(range(len(users)))
+    whole = slice(1, len(users) - 1) if len(users) > 2 else slice(0, len(users))
     fig = go.Figure(
         go.Scatter(
-            x=list(range(len(users))),
+            x=x,
             y=users,
             mode="lines",
-            line={"color": "#4f6bed", "width": 1.5},
+            line={"color": "rgba(0,0,0,0)", "width": 0},
             fill="tozeroy",
             fillcolor="rgba(79,107,237,0.1)",
+            hoverinfo="skip",
         )
     )
+    fig.add_trace(go.Scatter(x=x[whole], y=users[whole], mode="lines", line={"color": SPARK_COLOR, "width": 1.5}))
+    if len(users) > 2:
+        for ends in (slice(0, 2), slice(len(users) - 2, len(users))):
+            fig.add_trace(
+                go.Scatter(
+                    x=x[ends], y=users[ends], mode="lines", line={"color": SPARK_COLOR, "width": 1.5, "dash": "dot"}
+                )
+            )
     fig.update_layout(
         height=36,
         margin={"l": 0, "r": 0, "t": 2, "b": 2},

@@ -66,3 +66,14 @@ def test_components_overview003_funnel_steps_and_snippet():
     assert sites_ui.tracking_snippet("https://a.example/api", 7) == (
         '<script defer src="https://a.example/api/script.js" data-site-id="7"></script>'
     )
+
+
+def test_components_overview_sites_spark_partial_hours_dotted():
+    """The last 24 hours begin and end inside an hour: the lines into those two hours are dotted."""
+    series = [{"users": n} for n in (4, 9, 8, 10, 1)]
+    graph = sites_ui.site_stats({"users": 25}, series).children[1]
+    lines = [t for t in graph.figure.data if t.line.width]
+    assert [(list(t.x), t.line.dash) for t in lines] == [([1, 2, 3], None), ([0, 1], "dot"), ([3, 4], "dot")]
+    assert list(graph.figure.data[0].y) == [4, 9, 8, 10, 1]  # the filled area covers every hour
+    short = sites_ui.site_stats({"users": 3}, [{"users": 3}]).children[1]
+    assert [list(t.x) for t in short.figure.data if t.line.width] == [[0]]
