@@ -155,6 +155,11 @@ class ViewState:
             return 0
         return (self.end_date - self.start_date).days + 1
 
+    @property
+    def ends_now(self) -> bool:
+        """Whether the range runs up to now (it ends today, or has no end): its last bucket is still filling."""
+        return self.end_date is None or self.end_date >= today_in(self.time_zone)
+
     def query(self) -> Query:
         """The ``api_client.Query`` for this view (window, zone and filters)."""
         from api_client import Filter, Query

@@ -121,9 +121,16 @@ def headline_tiles(current: Any = None, previous: Any = None) -> html.Div:
     return html.Div(tiles, className=f"stats overview-stats{loaded}")
 
 
-def series_figure(current: Sequence[Any], previous: Sequence[Any], metric: str, bucket: str) -> go.Figure:
-    """The chosen metric per bucket, with the previous period drawn dotted on the same x positions."""
+def series_figure(
+    current: Sequence[Any], previous: Sequence[Any], metric: str, bucket: str, *, ends_now: bool = False
+) -> go.Figure:
+    """The chosen metric per bucket, with the previous period drawn dotted on the same x positions.
+
+    With ``ends_now`` the last bucket is still filling (today, this hour): the line into it is dotted and its value
+    reads "so far", rather than a fall drawn at the end of every range that ends today.
+    """
     times = [value_of(b, "time") for b in current]
+    values = [value_of(b, metric) for b in current]
     label = next((lbl for key, lbl, _, _ in HEADLINES if key == metric), metric)
     fig = go.Figure()
     if previous:
@@ -138,17 +145,39 @@ def series_figure(current: Sequence[Any], previous: Sequence[Any], metric: str, 
                 hovertemplate="%{customdata}: %{y}<extra>previous</extra>",
             )
         )
-    fig.add_trace(
-        go.Scatter(
-            x=times,
-            y=[value_of(b, metric) for b in current],
-            name=label,
-            mode="lines+markers" if len(times) < 40 else "lines",
-            line={"color": "#4f6bed", "width": 2},
-            fill="tozeroy",
-            fillcolor="rgba(79,107,237,0.08)",
+    filling = ends_now and len(times) >= 2
+    done = len(times) - 1 if filling else len(times)
+    mode = "lines+markers" if len(times) < 40 else "lines"
+    line = {"color": "#4f6bed", "width": 2}
+    fill = {"fill": "tozeroy", "fillcolor": "rgba(79,107,237,0.08)"}
+    fig.add_trace(go.Scatter(x=times[:done], y=values[:done], name=label, mode=mode, line=line, **fill))
+    if filling:
+        fig.add_trace(
+            go.Scatter(
+                x=times[-2:],
+                y=values[-2:],
+                mode="lines",
+                line=line | {"dash": "dot"},
+                showlegend=False,
+                hoverinfo="skip",
+                **fill,
+            )
         )
-    )
+        fig.add_trace(
+            go.Scatter(
+                x=times[-1:],
+                y=values[-1:],
+                name=f"{label} so far",
+                mode="markers",
+                marker={"color": line["color"]},
+                showlegend=False,
+                hovertemplate="%{y} so far<extra></extra>",
+                # A filled trace adds no margin around its points to the axis (a markers-only one would), so the
+                # last bucket stays at the chart's right edge as the others draw it.
+                fill="tozeroy",
+                fillcolor="rgba(0,0,0,0)",
+            )
+        )
     fig.update_layout(
         margin={"l": 40, "r": 10, "t": 10, "b": 30},
         height=280,

@@ -132,7 +132,9 @@ def load_chart(view_data: dict | None, metric: str | None, auth: dict | None) ->
         lambda: session.cached_call(
             session.api_for(auth), "overview_time_series_compared", view.site_id, view.query(), bucket=bucket
         ),
-        lambda series: ui.series_figure(series.current, series.previous, metric or "users", bucket),
+        lambda series: ui.series_figure(
+            series.current, series.previous, metric or "users", bucket, ends_now=view.ends_now
+        ),
     )
 
 

@@ -77,3 +77,22 @@ def test_components_overview_sites_spark_partial_hours_dotted():
     assert list(graph.figure.data[0].y) == [4, 9, 8, 10, 1]  # the filled area covers every hour
     short = sites_ui.site_stats({"users": 3}, [{"users": 3}]).children[1]
     assert [list(t.x) for t in short.figure.data if t.line.width] == [[0]]
+
+
+def test_components_overview_series_last_bucket_still_filling():
+    """A range ending now draws the line into its last bucket dotted, and that value reads "so far"."""
+    current = [{"time": f"2026-03-0{d}", "users": n} for d, n in ((1, 40), (2, 44), (3, 7))]
+    previous = [{"time": f"2026-02-2{d}", "users": n} for d, n in ((6, 38), (7, 41), (8, 9))]
+    closed = ui.series_figure(current, previous, "users", "day")
+    assert [(t.name, list(t.y)) for t in closed.data] == [
+        ("Previous period", [38, 41, 9]),
+        ("Unique visitors", [40, 44, 7]),
+    ]
+    filling = ui.series_figure(current, previous, "users", "day", ends_now=True)
+    solid, dotted, last = filling.data[1:]
+    assert (list(solid.y), solid.line.dash) == ([40, 44], None)
+    assert (list(dotted.x), dotted.line.dash, dotted.hoverinfo) == (["2026-03-02", "2026-03-03"], "dot", "skip")
+    assert (list(last.y), last.hovertemplate) == ([7], "%{y} so far<extra></extra>")
+    assert not dotted.showlegend and not last.showlegend
+    one = ui.series_figure(current[:1], [], "users", "day", ends_now=True)
+    assert [list(t.y) for t in one.data] == [[40]]  # a single bucket: nothing to join, drawn as it is

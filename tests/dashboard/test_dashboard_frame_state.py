@@ -292,3 +292,10 @@ def test_zone_selector_starts_short_and_finds_any_zone_by_typing():
     names = frame.zone_names()
     assert names[: len(frame.COMMON_ZONES)] == frame.COMMON_ZONES and len(set(names)) == len(names) > 300
     assert all(is_valid_zone(z) for z in names)
+
+
+def test_range_ending_now():
+    today = today_in("Pacific/Kiritimati")
+    assert ViewState(start_date=today, end_date=today, time_zone="Pacific/Kiritimati").ends_now
+    assert not ViewState(start_date=date(2026, 1, 1), end_date=date(2026, 1, 31), time_zone="UTC").ends_now
+    assert ViewState(time_zone="UTC").ends_now  # no end: up to now
