@@ -132,7 +132,7 @@ def session_list(
         nowrap=("started", "duration", "pageviews", "events", "errors", "country"),
     )
     pages = link_pager(view.page, total_pages(total, page_size), href, link_class=SMALL_LINKS)
-    label = f"{format_number(total)} sessions, newest first"
+    label = f"{format_number(total)} sessions, most recently active first"
     return [
         table,
         html.Div(

@@ -1,4 +1,5 @@
-"""Sessions: every session of the window (filters apply), newest first, paged; a row opens its timeline."""
+"""Sessions: every session of the window (filters apply), the most recently active first, paged; a row opens its
+timeline."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
         return gate
     return html.Div(
         [
-            page_header("Sessions", "Every visit of the range, newest first. Open one to see what happened in it."),
+            page_header(
+                "Sessions",
+                "Every visit of the range, the most recently active first. Open one to see what happened in it.",
+            ),
             analytics_frame(view, overview=False),
             card(loading(None, ids.SESSIONS_BODY), title="Sessions"),
         ],

@@ -106,7 +106,7 @@ def test_dash_countries002_sessions_and_timeline_name_the_country(dash_duo, serv
     dash_duo.driver.set_window_size(1440, 1000)
 
     dash_duo.driver.get(f"{dash_duo.server_url}/sessions?site={site.site_id}&time_zone=UTC")
-    dash_duo.wait_for_contains_text("#sessions-body", "10 sessions, newest first", timeout=15)
+    dash_duo.wait_for_contains_text("#sessions-body", "10 sessions, most recently active first", timeout=15)
     countries = [c.text for c in dash_duo.find_elements("#sessions-table td[data-dash-column='country']")]
     assert sorted(countries) == sorted([FRANCE] * 4 + [GERMANY] * 6)
     screenshots(dash_duo, output_dir, "countries-sessions")

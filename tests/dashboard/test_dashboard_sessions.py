@@ -38,7 +38,7 @@ def test_dash_sessions001_list_timeline_user(dash_duo, services, api_base, outpu
     dash_duo.driver.set_window_size(1440, 1000)
 
     dash_duo.driver.get(f"{dash_duo.server_url}/sessions?site={site.site_id}&time_zone=UTC")
-    dash_duo.wait_for_contains_text("#sessions-body", "10 sessions, newest first", timeout=15)
+    dash_duo.wait_for_contains_text("#sessions-body", "10 sessions, most recently active first", timeout=15)
     users = [c.text for c in dash_duo.find_elements("#sessions-table td[data-dash-column='user']")]
     assert sorted(users) == ["alice", "alice"] + [f"u{n:02d}" for n in (1, 2, 4, 5, 6, 7, 8, 9)]
     assert users[0] == "alice"  # s00 ends last: its error came 80 s and its signup 90 s after it began

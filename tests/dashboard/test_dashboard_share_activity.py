@@ -33,7 +33,7 @@ def test_dash_share_activity001_overview_and_sessions_tabs(dash_duo, services, a
 
     # Sessions: the window's 10 visits, with nothing that leads out of the shared view.
     click(dash_duo, "#share-tab-visits")
-    dash_duo.wait_for_contains_text("#share-content", "10 sessions, newest first", timeout=15)
+    dash_duo.wait_for_contains_text("#share-content", "10 sessions, most recently active first", timeout=15)
     assert dash_duo.driver.find_elements(By.CSS_SELECTOR, "#share-sessions-table a") == []
     assert "tab=visits" in dash_duo.driver.current_url
     dash_duo.driver.save_screenshot(str(output_dir / "share-sessions.png"))
