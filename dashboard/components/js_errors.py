@@ -233,18 +233,26 @@ def error_groups_list(
     return html.Div([header, *rows], className="error-groups")
 
 
-def errors_time_figure(buckets: Sequence[Any], time_zone: str | None, bucket: str) -> go.Figure:
-    """Bar chart of occurrences per bucket, on the wall-clock time of ``time_zone``."""
+def errors_time_figure(
+    buckets: Sequence[Any], time_zone: str | None, bucket: str, *, ends_now: bool = False
+) -> go.Figure:
+    """Bar chart of occurrences per bucket, on the wall-clock time of ``time_zone``.
+
+    With ``ends_now`` the last bucket is still filling (today, this hour): its bar is drawn paler and reads "so far".
+    """
     zone = _zone(time_zone)
     times = [local_time(item.time, time_zone).replace(tzinfo=None) for item in buckets]
     counts = [int(item.error_count) for item in buckets]
     label = dict(ERROR_BUCKETS).get(bucket, bucket).lower()
+    filling = [ends_now and i == len(counts) - 1 for i in range(len(counts))]
     figure = go.Figure(
         go.Bar(
             x=times,
             y=counts,
             marker_color=ACCENT,
-            hovertemplate=f"%{{x}} ({zone.key})<br>%{{y:,}} occurrences<extra></extra>",
+            marker_opacity=[0.45 if f else 1.0 for f in filling],
+            customdata=[" so far" if f else "" for f in filling],
+            hovertemplate=f"%{{x}} ({zone.key})<br>%{{y:,}} occurrences%{{customdata}}<extra></extra>",
             name="occurrences",
         )
     )

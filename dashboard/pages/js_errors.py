@@ -340,7 +340,7 @@ def _detail(view: ViewState, auth: dict | None) -> Any:
             ),
             dcc.Graph(
                 id=ids.ERRORS_CHART,
-                figure=comp.errors_time_figure(series, view.time_zone, bucket),
+                figure=comp.errors_time_figure(series, view.time_zone, bucket, ends_now=view.ends_now),
                 config={"displayModeBar": False, "responsive": True},
                 className="errors-chart",
             ),
@@ -410,7 +410,7 @@ def change_bucket(bucket: str | None, view_data: dict | None, auth: dict | None)
         lambda: session.cached_call(
             session.api_for(auth), "error_time_series", view.site_id, view.error, view.query(), bucket=bucket
         ),
-        lambda series: comp.errors_time_figure(series, view.time_zone, bucket),
+        lambda series: comp.errors_time_figure(series, view.time_zone, bucket, ends_now=view.ends_now),
     )
 
 

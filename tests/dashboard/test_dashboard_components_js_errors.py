@@ -170,6 +170,11 @@ def test_time_figure_uses_local_wall_clock():
     assert [str(x) for x in trace.x] == ["2026-01-16 07:00:00", "2026-01-16 08:00:00"]
     assert list(trace.y) == [3, 4]
     assert figure.layout.yaxis.title.text == "occurrences per hour"
+    assert list(trace.marker.opacity) == [1.0, 1.0] and list(trace.customdata) == ["", ""]
+    # A range ending now: its last hour is still filling, drawn paler and read "so far".
+    filling = comp.errors_time_figure([bucket(22, 3), bucket(23, 4)], "Asia/Tokyo", "hour", ends_now=True).data[0]
+    assert list(filling.marker.opacity) == [1.0, 0.45] and list(filling.customdata) == ["", " so far"]
+    assert "%{customdata}" in filling.hovertemplate
 
 
 @pytest.mark.parametrize(
