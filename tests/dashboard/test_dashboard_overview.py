@@ -28,13 +28,12 @@ new MutationObserver(function () {
 """
 
 
-def sessions(site_id: int, count: int, days_ago: int, prefix: str) -> list[dict]:
-    """``count`` one-page sessions around ``days_ago`` days before today, midday UTC."""
-    day = (datetime.now(UTC) - timedelta(days=days_ago)).replace(hour=12, minute=0, second=0, microsecond=0)
+def local_sessions(site_id: int, count: int, day: datetime, prefix: str) -> list[dict]:
+    """``count`` one-page sessions a minute apart from ``day`` (an aware local time), stored in UTC."""
     return [
         {
             "site_id": site_id,
-            "timestamp": (day + timedelta(minutes=i)).replace(tzinfo=None),
+            "timestamp": (day + timedelta(minutes=i)).astimezone(UTC).replace(tzinfo=None),
             "session_id": f"{prefix}{i}",
             "user_id": f"{prefix}{i}",
             "pathname": "/",
@@ -42,6 +41,12 @@ def sessions(site_id: int, count: int, days_ago: int, prefix: str) -> list[dict]
         }
         for i in range(count)
     ]
+
+
+def sessions(site_id: int, count: int, days_ago: int, prefix: str) -> list[dict]:
+    """``count`` one-page sessions around ``days_ago`` days before today, midday UTC."""
+    day = (datetime.now(UTC) - timedelta(days=days_ago)).replace(hour=12, minute=0, second=0, microsecond=0)
+    return local_sessions(site_id, count, day, prefix)
 
 
 def test_dash_overview001_fair_thin_and_loading(dash_duo, services, api_base, output_dir):
@@ -75,21 +80,6 @@ def test_dash_overview001_fair_thin_and_loading(dash_duo, services, api_base, ou
     assert "%" not in " ".join(e.text for e in dash_duo.find_elements(".stat-change"))
     screenshots(dash_duo, output_dir, "overview-thin")
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
-
-
-def local_sessions(site_id: int, count: int, day: datetime, prefix: str) -> list[dict]:
-    """``count`` one-page sessions a minute apart from ``day`` (an aware local time), stored in UTC."""
-    return [
-        {
-            "site_id": site_id,
-            "timestamp": (day + timedelta(minutes=i)).astimezone(UTC).replace(tzinfo=None),
-            "session_id": f"{prefix}{i}",
-            "user_id": f"{prefix}{i}",
-            "pathname": "/",
-            "type": "pageview",
-        }
-        for i in range(count)
-    ]
 
 
 def test_dash_overview002_every_page_compares_with_the_same_previous_period(dash_duo, services, api_base, output_dir):
