@@ -120,30 +120,36 @@ def file_location(file_name: str | None, line: int | None, column: int | None) -
     return ":".join(parts)
 
 
-def sparkline(buckets: Sequence[Any], time_zone: str | None, *, label: str = "") -> html.Div:
+def sparkline(buckets: Sequence[Any], time_zone: str | None, *, label: str = "", ends_now: bool = False) -> html.Div:
     """A tiny bar chart of occurrences per bucket, drawn with plain elements (cheap: one per group row).
 
-    Each bar carries a tooltip with its local time and count; the tallest bar fills the height.
+    Each bar carries a tooltip with its local time and count; the tallest bar fills the height. With ``ends_now``
+    the last bucket is still filling: its bar is paler and its tooltip says "so far".
     """
     counts = [int(bucket.error_count) for bucket in buckets]
     peak = max(counts, default=0)
     bars = []
-    for bucket, count in zip(buckets, counts, strict=True):
+    for index, (bucket, count) in enumerate(zip(buckets, counts, strict=True)):
         height = 0 if peak == 0 else max(6, round(count * 100 / peak)) if count else 0
         stamp = local_time(bucket.time, time_zone).strftime("%Y-%m-%d %H:%M")
+        filling = ends_now and index == len(counts) - 1
         bars.append(
             html.Span(
-                className="spark-bar" + (" spark-bar-empty" if count == 0 else ""),
+                className="spark-bar"
+                + (" spark-bar-empty" if count == 0 else "")
+                + (" spark-bar-filling" if filling else ""),
                 style={"height": f"{height}%"},
-                title=f"{stamp}: {_count(count)}",
+                title=f"{stamp}: {_count(count)}" + (" so far" if filling else ""),
             )
         )
     return html.Div(bars, className="sparkline", role="img", **attrs({"aria-label": label or "trend"}))
 
 
-def group_sparkline(trend: Sequence[Any], time_zone: str | None, error_name: str | None = None) -> html.Div:
+def group_sparkline(
+    trend: Sequence[Any], time_zone: str | None, error_name: str | None = None, *, ends_now: bool = False
+) -> html.Div:
     """The small trend of one error group (what fills the row's trend cell)."""
-    return sparkline(trend, time_zone, label=f"occurrences of {error_name or 'error'} over time")
+    return sparkline(trend, time_zone, label=f"occurrences of {error_name or 'error'} over time", ends_now=ends_now)
 
 
 def error_group_row(
@@ -155,6 +161,7 @@ def error_group_row(
     selected: bool,
     row_id: Any,
     trend_id: Any = None,
+    ends_now: bool = False,
 ) -> html.Button:
     """One error group: class, message (cut to a preview, full text on hover), trend, occurrences, sessions, share.
 
@@ -173,7 +180,7 @@ def error_group_row(
                 className="error-group-main",
             ),
             html.Div(
-                group_sparkline(trend, time_zone, group.error_name) if trend is not None else None,
+                group_sparkline(trend, time_zone, group.error_name, ends_now=ends_now) if trend is not None else None,
                 className="error-group-trend",
                 **({"id": trend_id} if trend_id is not None else {}),
             ),
@@ -205,6 +212,7 @@ def error_groups_list(
     selected: str | None,
     row_id: Any,
     trend_id: Any = None,
+    ends_now: bool = False,
 ) -> html.Div:
     """The list of error groups with a header line; ``row_id(i)`` gives the id of row ``i`` (``trend_id(i)`` that
     of its trend cell, when trends are filled in later)."""
@@ -227,6 +235,7 @@ def error_groups_list(
             selected=group.value == selected,
             row_id=row_id(index),
             trend_id=trend_id(index) if trend_id is not None else None,
+            ends_now=ends_now,
         )
         for index, (group, trend) in enumerate(zip(groups, trends, strict=True))
     ]

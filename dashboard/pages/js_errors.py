@@ -223,7 +223,7 @@ def load_trends(messages: list | None, view_data: dict | None, auth: dict | None
         trends = _trends(session.api_for(auth), view, list(messages), bucket)
     except APIError as exc:
         return [failure_mark(exc) for _ in cells]  # the list and its numbers stay; each trend says it is missing
-    return [comp.group_sparkline(trend, view.time_zone) for trend in trends]
+    return [comp.group_sparkline(trend, view.time_zone, ends_now=view.ends_now) for trend in trends]
 
 
 # A click on a group opens it without redrawing the page: the URL gets its ``error`` (pushState, outside Dash's

@@ -192,6 +192,7 @@ def _errors(api: Any, view: ViewState) -> tuple[Any, list[str]]:
             time_zone=view.time_zone,
             selected=view.error,
             row_id=lambda i: {"type": ids.SHARE_ERROR_ROW_TYPE, "index": i},
+            ends_now=view.ends_now,
         ),
     ]
     chosen = next((g for g in groups if g.value == view.error), None)

@@ -114,6 +114,11 @@ def test_sparkline_heights_are_proportional_and_tooltips_local():
     # 01:00 UTC is 02:00 in Paris in winter.
     assert bars[1].title == "2026-01-15 02:00: 5"
     assert "spark-bar-empty" in bars[0].className
+    assert not [bar for bar in bars if "spark-bar-filling" in bar.className]
+    # A range ending now: the last bar is still filling, paler and read "so far", in a group's row as well.
+    filling = comp.group_sparkline([bucket(1, 5), bucket(2, 10)], "Europe/Paris", "TypeError", ends_now=True).children
+    assert ["spark-bar-filling" in bar.className for bar in filling] == [False, True]
+    assert filling[1].title == "2026-01-15 03:00: 10 so far"
 
 
 def test_sparkline_all_zero_draws_empty_bars():
