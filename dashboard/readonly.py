@@ -47,7 +47,9 @@ def overview_body(api: Any, view: ViewState) -> list[Any]:
     return [
         html.Div(overview_ui.headline_tiles(both.current, both.previous), id="share-overview-tiles"),
         dcc.Graph(
-            figure=overview_ui.series_figure(series.current, series.previous, "users", bucket, ends_now=view.ends_now),
+            figure=overview_ui.series_figure(
+                series.current, series.previous, "users", bucket, time_zone=view.time_zone, ends_now=view.ends_now
+            ),
             config={"displayModeBar": False, "responsive": True},
             className="overview-chart",
         ),

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple, TypeGuard
+from zoneinfo import ZoneInfo
 
 import dash
 import pandas as pd
@@ -17,6 +19,7 @@ from dash.dash_table.DataTable import DataTable
 
 __all__ = [
     "alert",
+    "as_instant",
     "value_of",
     "app_href",
     "attrs",
@@ -38,6 +41,7 @@ __all__ = [
     "format_duration",
     "format_number",
     "format_percent",
+    "in_zone",
     "neutralise_formulas",
     "invalid_link",
     "sign_in_again",
@@ -45,6 +49,7 @@ __all__ = [
     "loading",
     "page_header",
     "redirect",
+    "zone_or_utc",
 ]
 
 ALERT_KINDS = ("error", "warning", "info", "success")
@@ -104,6 +109,28 @@ def format_duration(seconds: float | int | None) -> str:
     if minutes:
         return f"{minutes}m {secs:02d}s"
     return f"{secs}s"
+
+
+def zone_or_utc(time_zone: str | None) -> ZoneInfo:
+    """The zone named ``time_zone``, or UTC when it is empty or unknown."""
+    try:
+        return ZoneInfo(time_zone or "UTC")
+    except (KeyError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def as_instant(value: datetime | str) -> datetime:
+    """An instant from the API (aware datetime, naive UTC, or ISO text) as an aware datetime."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value
+
+
+def in_zone(value: datetime | str, time_zone: str | None) -> datetime:
+    """An instant from the API as wall-clock time in ``time_zone`` (aware)."""
+    return as_instant(value).astimezone(zone_or_utc(time_zone))
 
 
 MIN_PREVIOUS_SESSIONS = 30

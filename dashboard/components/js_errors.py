@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pandas as pd
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from dashboard.components.common import attrs
+from dashboard.components.common import as_instant, attrs, in_zone, zone_or_utc
 from dashboard.countries import country_label, country_name
 
 __all__ = [
@@ -35,7 +34,6 @@ __all__ = [
     "error_groups_list",
     "errors_time_figure",
     "file_location",
-    "local_time",
     "occurrence_card",
     "occurrences_list",
     "sparkline",
@@ -69,28 +67,8 @@ MAX_CHART_BUCKETS = 2000
 ACCENT = "#3b5bdb"  # the dashboard accent (assets/sitelens.css --accent)
 
 
-def _zone(time_zone: str | None) -> ZoneInfo:
-    try:
-        return ZoneInfo(time_zone or "UTC")
-    except (KeyError, ValueError):
-        return ZoneInfo("UTC")
-
-
-def _as_datetime(value: datetime | str) -> datetime:
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value
-
-
-def local_time(value: datetime | str, time_zone: str | None) -> datetime:
-    """An instant from the API (aware datetime or ISO UTC text) as wall-clock time in ``time_zone``."""
-    return _as_datetime(value).astimezone(_zone(time_zone))
-
-
 def _format_stamp(value: datetime | str, time_zone: str | None) -> str:
-    moment = local_time(value, time_zone)
+    moment = in_zone(value, time_zone)
     return moment.strftime("%Y-%m-%d %H:%M:%S ") + (moment.tzname() or "")
 
 
@@ -131,7 +109,7 @@ def sparkline(buckets: Sequence[Any], time_zone: str | None, *, label: str = "",
     bars = []
     for index, (bucket, count) in enumerate(zip(buckets, counts, strict=True)):
         height = 0 if peak == 0 else max(6, round(count * 100 / peak)) if count else 0
-        stamp = local_time(bucket.time, time_zone).strftime("%Y-%m-%d %H:%M")
+        stamp = in_zone(bucket.time, time_zone).strftime("%Y-%m-%d %H:%M")
         filling = ends_now and index == len(counts) - 1
         bars.append(
             html.Span(
@@ -249,8 +227,8 @@ def errors_time_figure(
 
     With ``ends_now`` the last bucket is still filling (today, this hour): its bar is drawn paler and reads "so far".
     """
-    zone = _zone(time_zone)
-    times = [local_time(item.time, time_zone).replace(tzinfo=None) for item in buckets]
+    zone = zone_or_utc(time_zone)
+    times = [in_zone(item.time, time_zone).replace(tzinfo=None) for item in buckets]
     counts = [int(item.error_count) for item in buckets]
     label = dict(ERROR_BUCKETS).get(bucket, bucket).lower()
     filling = [ends_now and i == len(counts) - 1 for i in range(len(counts))]
@@ -393,8 +371,8 @@ def error_events_frame(events: Sequence[Any], time_zone: str | None) -> pd.DataF
     return pd.DataFrame(
         [
             {
-                "time": local_time(event.timestamp, time_zone).isoformat(timespec="milliseconds"),
-                "time_utc": _as_datetime(event.timestamp).astimezone(UTC).isoformat(timespec="milliseconds"),
+                "time": in_zone(event.timestamp, time_zone).isoformat(timespec="milliseconds"),
+                "time_utc": as_instant(event.timestamp).astimezone(UTC).isoformat(timespec="milliseconds"),
                 "session_id": event.session_id,
                 "user_id": event.user_id,
                 "hostname": event.hostname,

@@ -20,6 +20,7 @@ from dashboard.components.common import (
     format_duration,
     format_number,
     format_percent,
+    in_zone,
     value_of,
 )
 from dashboard.countries import country_label, region_label
@@ -122,14 +123,26 @@ def headline_tiles(current: Any = None, previous: Any = None) -> html.Div:
 
 
 def series_figure(
-    current: Sequence[Any], previous: Sequence[Any], metric: str, bucket: str, *, ends_now: bool = False
+    current: Sequence[Any],
+    previous: Sequence[Any],
+    metric: str,
+    bucket: str,
+    *,
+    time_zone: str | None = None,
+    ends_now: bool = False,
 ) -> go.Figure:
     """The chosen metric per bucket, with the previous period drawn dotted on the same x positions.
 
+    Buckets are placed at their start on the wall clock of ``time_zone``, the zone they were counted in (the API
+    gives the instant: local midnight in Tokyo is 15:00 UTC the day before, which the chart would show as that day).
     With ``ends_now`` the last bucket is still filling (today, this hour): the line into it is dotted and its value
     reads "so far", rather than a fall drawn at the end of every range that ends today.
     """
-    times = [value_of(b, "time") for b in current]
+
+    def wall_clock(b: Any) -> Any:
+        return in_zone(value_of(b, "time"), time_zone).replace(tzinfo=None)
+
+    times = [wall_clock(b) for b in current]
     values = [value_of(b, metric) for b in current]
     label = next((lbl for key, lbl, _, _ in HEADLINES if key == metric), metric)
     fig = go.Figure()
@@ -138,7 +151,10 @@ def series_figure(
             go.Scatter(
                 x=times[: len(previous)],
                 y=[value_of(b, metric) for b in previous][: len(times)],
-                customdata=[str(value_of(b, "time")) for b in previous],
+                customdata=[
+                    f"{wall_clock(b):%Y-%m-%d %H:%M}" if bucket == "hour" else f"{wall_clock(b):%Y-%m-%d}"
+                    for b in previous
+                ],
                 name="Previous period",
                 mode="lines",
                 line={"dash": "dot", "color": "#9aa4b2", "width": 2},

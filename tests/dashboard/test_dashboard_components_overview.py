@@ -91,8 +91,26 @@ def test_components_overview_series_last_bucket_still_filling():
     filling = ui.series_figure(current, previous, "users", "day", ends_now=True)
     solid, dotted, last = filling.data[1:]
     assert (list(solid.y), solid.line.dash) == ([40, 44], None)
-    assert (list(dotted.x), dotted.line.dash, dotted.hoverinfo) == (["2026-03-02", "2026-03-03"], "dot", "skip")
+    assert ([str(x) for x in dotted.x], dotted.line.dash, dotted.hoverinfo) == (
+        ["2026-03-02 00:00:00", "2026-03-03 00:00:00"],
+        "dot",
+        "skip",
+    )
     assert (list(last.y), last.hovertemplate) == ([7], "%{y} so far<extra></extra>")
     assert not dotted.showlegend and not last.showlegend
     one = ui.series_figure(current[:1], [], "users", "day", ends_now=True)
     assert [list(t.y) for t in one.data] == [[40]]  # a single bucket: nothing to join, drawn as it is
+
+
+def test_components_overview_series_on_the_zones_wall_clock():
+    """The API gives each bucket's start as an instant: Tokyo's days start at 15:00 UTC the day before, and the
+    chart places them on their own date, as do the previous period's dates on hover."""
+    current = [{"time": "2026-11-20T15:00:00Z", "users": 5}, {"time": "2026-11-21T15:00:00Z", "users": 6}]
+    previous = [{"time": "2026-11-18T15:00:00Z", "users": 4}, {"time": "2026-11-19T15:00:00Z", "users": 3}]
+    figure = ui.series_figure(current, previous, "users", "day", time_zone="Asia/Tokyo")
+    before, now = figure.data
+    assert [str(x) for x in now.x] == ["2026-11-21 00:00:00", "2026-11-22 00:00:00"]
+    assert list(before.customdata) == ["2026-11-19", "2026-11-20"]
+    hourly = ui.series_figure(current[:1], previous[:1], "users", "hour", time_zone="America/New_York")
+    assert [str(x) for x in hourly.data[1].x] == ["2026-11-20 10:00:00"]
+    assert list(hourly.data[0].customdata) == ["2026-11-18 10:00"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from selenium.webdriver.support.ui import WebDriverWait
+
 from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
@@ -127,3 +129,32 @@ def test_dash_overview002_every_page_compares_with_the_same_previous_period(dash
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "60", timeout=15)
     dash_duo.wait_for_text_to_equal(".stat-change", "+50.0%", timeout=10)
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+# The x values of the chart's last trace (this period's), once the chart has data.
+CHART_X = """
+var plot = document.querySelector('#overview-chart .js-plotly-plot');
+if (!plot || !plot.data || !plot.data.length) { return null; }
+var x = plot.data[plot.data.length - 1].x;
+return x && x.length ? Array.from(x) : null;
+"""
+
+
+def test_dash_overview003_chart_buckets_on_the_zones_dates(dash_duo, services, api_base):
+    # Tokyo's days begin at 15:00 UTC the day before: the chart places each bucket on its own local date.
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    local = ZoneInfo("Asia/Tokyo")
+    today = datetime.now(UTC).astimezone(local).date()
+    first, last = today - timedelta(days=10), today - timedelta(days=4)
+    services.events.append(
+        rows_to_table(local_sessions(site.site_id, 3, datetime.combine(first, time(9), tzinfo=local), "t"))
+    )
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.driver.get(
+        f"{dash_duo.server_url}/overview?site={site.site_id}&start_date={first}&end_date={last}&time_zone=Asia/Tokyo"
+    )
+    dash_duo.wait_for_text_to_equal("#overview-sessions", "3", timeout=15)
+    x = WebDriverWait(dash_duo.driver, 15).until(lambda driver: driver.execute_script(CHART_X))
+    assert x == [f"{first + timedelta(days=i)}T00:00:00" for i in range(7)], x
