@@ -7,6 +7,7 @@ here computes a figure beyond formatting it and the change between two figures t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import plotly.graph_objects as go
@@ -139,7 +140,7 @@ def series_figure(
     reads "so far", rather than a fall drawn at the end of every range that ends today.
     """
 
-    def wall_clock(b: Any) -> Any:
+    def wall_clock(b: Any) -> datetime:
         return in_zone(value_of(b, "time"), time_zone).replace(tzinfo=None)
 
     times = [wall_clock(b) for b in current]
