@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
-from zoneinfo import ZoneInfo
 
 import pandas as pd
 from dash import dcc, html
@@ -24,6 +23,7 @@ from dashboard.components.common import (
     format_duration,
     format_number,
     format_percent,
+    in_zone,
     value_of,
 )
 from dashboard.components.pager import SMALL_LINKS, link_pager, total_pages
@@ -204,13 +204,7 @@ def referrer_host(referrer: str | None) -> str:
 
 
 def _local(moment: datetime | None, zone: str) -> str:
-    if moment is None:
-        return ""
-    try:
-        tz = ZoneInfo(zone)
-    except (KeyError, ValueError):
-        tz = ZoneInfo("UTC")
-    return moment.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S")
+    return "" if moment is None else in_zone(moment, zone).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def sessions_frame(sessions: Sequence[Any], time_zone: str) -> pd.DataFrame:

@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
-from zoneinfo import ZoneInfo
 
 import pandas as pd
 from dash import html
@@ -23,6 +22,7 @@ from dashboard.components.common import (
     empty_state,
     format_duration,
     format_number,
+    in_zone,
     value_of,
 )
 from dashboard.components.pager import SMALL_LINKS, link_pager, total_pages
@@ -54,13 +54,7 @@ LIST_COLUMNS = (
 
 def local_time(moment: datetime | None, zone: str, fmt: str = "%Y-%m-%d %H:%M") -> str:
     """``moment`` in ``zone`` (UTC when the zone is unknown), or ``""``."""
-    if moment is None:
-        return ""
-    try:
-        tz = ZoneInfo(zone)
-    except (KeyError, ValueError):
-        tz = ZoneInfo("UTC")
-    return moment.astimezone(tz).strftime(fmt)
+    return "" if moment is None else in_zone(moment, zone).strftime(fmt)
 
 
 def session_href(site_id: int, session_id: str, search: str = "") -> str:
