@@ -31,6 +31,8 @@ class Session(GoalSession):
     errors: int = 0
     outbound: int = 0
     converted: bool = False
+    # Whether ``user_id`` is an identified id (``AnalyticsAPI.user`` has its profile) rather than a visitor id.
+    identified: bool = False
     hostname: Label = ""
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "EFFECTIVE_USER",
     "ERROR_ROW_PARAMETERS",
     "FILTER_TYPES",
+    "IDENTIFIED",
     "PARAMETERS",
     "Filter",
     "compare",
@@ -132,9 +133,9 @@ MAX_VALUES = 100
 # instead of two is about a third cheaper.
 _LATE = "100000000000000000"
 _DIRECT = "channel IN ('', 'Direct', 'Internal')"
-_IDENTIFIED = "identified_user_id <> ''"
+IDENTIFIED = "identified_user_id <> ''"
 # An event's user: its identified id if it has one, else its visitor id.
-EFFECTIVE_USER = f"CASE WHEN {_IDENTIFIED} THEN identified_user_id ELSE user_id END"
+EFFECTIVE_USER = f"CASE WHEN {IDENTIFIED} THEN identified_user_id ELSE user_id END"
 
 
 def channel_key(d: Dialect) -> str:
@@ -144,7 +145,7 @@ def channel_key(d: Dialect) -> str:
 
 def user_key(d: Dialect) -> str:
     """Sort key whose arg_max is the session's user: its last identified event, else its last event."""
-    return f"{d.epoch_us('timestamp')} + CASE WHEN {_IDENTIFIED} THEN {_LATE} ELSE 0 END"
+    return f"{d.epoch_us('timestamp')} + CASE WHEN {IDENTIFIED} THEN {_LATE} ELSE 0 END"
 
 
 def session_channel(d: Dialect) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from api_backend.query.dialect import Dialect
 from api_backend.query.facts import edge_sessions, facts_answer, since_first_stored_event, whole_sessions
-from api_backend.query.filters import session_channel, session_user, session_value
+from api_backend.query.filters import IDENTIFIED, session_channel, session_user, session_value
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Params, Query
@@ -84,6 +84,8 @@ def session_columns(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
         *(f"{_count_where(f'type = {t!r}')} AS {name}" for t, name in _TYPE_COUNTS),
         "count(*) AS events",
         f"{_converted(goals, d, p)} AS converted",
+        # 1 when one of its events carries an identified id: its ``user_id`` is then one with a profile.
+        f"max(CASE WHEN {IDENTIFIED} THEN 1 ELSE 0 END) AS identified",
         "min(timestamp) AS session_start",
         "max(timestamp) AS session_end",
     ]

@@ -40,7 +40,8 @@ def _goal_specs(services: Services, site_id: int) -> list[GoalSpec]:
 
 
 def session_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A described session row as the Session object (api-spec fields plus counts and ``converted``)."""
+    """A described session row as the Session object (api-spec fields plus counts, ``converted`` and
+    ``identified``: whether its ``user_id`` is an identified id, one ``users/:userId`` answers for)."""
     start, end = row["session_start"], row["session_end"]
     data = dict(row)
     data["session_start"], data["session_end"] = iso_utc(start), iso_utc(end)
@@ -48,6 +49,7 @@ def session_json(row: dict[str, Any]) -> dict[str, Any]:
     for key in _INTEGERS:
         data[key] = int(data[key])
     data["converted"] = bool(data["converted"])
+    data["identified"] = bool(data["identified"])
     return data
 
 
@@ -69,8 +71,9 @@ def list_sessions(
 ) -> dict[str, Any]:
     """Every session with an event in the window (filters apply), newest ``session_end`` first.
 
-    ``{data: [Session], totalCount}``; a Session also holds ``events`` (its in-window events), per-type counts
-    and ``converted`` (whether one of its events completes any of the site's goals).
+    ``{data: [Session], totalCount}``; a Session also holds ``events`` (its in-window events), per-type counts,
+    ``converted`` (whether one of its events completes any of the site's goals) and ``identified`` (whether its
+    ``user_id`` is an identified id, which has a profile, rather than a visitor id).
     """
     paging = parse_page(page, limit, 25, 100)
     scope = params.scope(access.site.site_id)

@@ -85,7 +85,10 @@ def sessions_frame(sessions: Sequence[Any], view: Any, search: str, *, links: bo
                 "started": _md(started or session_id, session_href(view.site_id, session_id, search))
                 if links
                 else started,
-                "user": _md(user_id, user_href(view.site_id, user_id, search)) if user_id and links else user_id,
+                # Only an identified user has a profile to open; a visitor id is shown as it is.
+                "user": _md(user_id, user_href(view.site_id, user_id, search))
+                if user_id and links and value_of(s, "identified")
+                else user_id,
                 "entry_page": value_of(s, "entry_page") or "",
                 "pageviews": value_of(s, "pageviews") or 0,
                 "events": value_of(s, "events") or 0,

@@ -50,7 +50,7 @@ def layout(
             dash.dcc.Link(
                 f"All sessions of {user_id}", href=sessions_ui.user_href(site_id, user_id, view.to_search(page=1))
             )
-            if user_id
+            if user_id and detail.session.identified  # a visitor id has no profile to open
             else ""
         )
         body = [

@@ -101,7 +101,13 @@ def test_sessions001_every_session_of_the_window_newest_first_matches_pandas(wor
         assert session["country"] == want["country"] and session["browser"] == want["browser"]
         assert session["session_duration"] == int((want["end"] - want["start"]).total_seconds())
         assert session["converted"] is (session["session_id"] in converted)
+        # Identified when one of its in-window events carries an identified id: its user_id is then that id.
+        identified = events[events["identified_user_id"] != ""]
+        assert session["identified"] is (len(identified) > 0)
+        if session["identified"]:
+            assert session["user_id"] in set(identified["identified_user_id"])
     assert any(s["converted"] for s in collected) and not all(s["converted"] for s in collected)
+    assert any(s["identified"] for s in collected) and not all(s["identified"] for s in collected)
 
 
 def test_sessions002_shape_has_the_session_fields_of_the_spec(world: World) -> None:
@@ -124,6 +130,7 @@ def test_sessions002_shape_has_the_session_fields_of_the_spec(world: World) -> N
         "channel": str,
         "events": int,
         "converted": bool,
+        "identified": bool,
     }
     for session in body["data"]:
         for key, kind in spec_fields.items():
@@ -170,6 +177,7 @@ def test_sessions005_one_session_with_its_timeline(world: World) -> None:
     session = body["session"]
     assert session["session_id"] == sid and session["events"] == len(events)
     assert session["pageviews"] == int((events["type"] == "pageview").sum())
+    assert session["identified"] is bool((events["identified_user_id"] != "").any())
     timeline = body["timeline"]
     assert [t["type"] for t in timeline] == list(events["type"])
     assert [t["pathname"] for t in timeline] == list(events["pathname"])

@@ -42,6 +42,9 @@ def test_dash_sessions001_list_timeline_user(dash_duo, services, api_base, outpu
     users = [c.text for c in dash_duo.find_elements("#sessions-table td[data-dash-column='user']")]
     assert sorted(users) == ["alice", "alice"] + [f"u{n:02d}" for n in (1, 2, 4, 5, 6, 7, 8, 9)]
     assert users[0] == "alice"  # s00 ends last: its error came 80 s and its signup 90 s after it began
+    # Only an identified user has a profile: "alice" is a link, a visitor id is plain text.
+    linked = [a.text for a in dash_duo.find_elements("#sessions-table td[data-dash-column='user'] a")]
+    assert linked == ["alice", "alice"], linked
     dash_duo.driver.save_screenshot(str(output_dir / "sessions-1440.png"))
     dash_duo.driver.set_window_size(390, 1000)
     dash_duo.driver.save_screenshot(str(output_dir / "sessions-390.png"))
@@ -68,6 +71,11 @@ def test_dash_sessions001_list_timeline_user(dash_duo, services, api_base, outpu
     assert "SESSIONS\n2" in facts and "PAGEVIEWS\n3" in facts and "EVENTS\n5" in facts
     assert len(dash_duo.find_elements("#user-sessions-table td[data-dash-column='started'] a")) == 2
     dash_duo.driver.save_screenshot(str(output_dir / "user-1440.png"))
+
+    # An anonymous visitor's session offers no profile to open.
+    dash_duo.driver.get(f"{dash_duo.server_url}/sessions/s01?site={site.site_id}&time_zone=UTC")
+    dash_duo.wait_for_element("#session-timeline", timeout=15)
+    assert dash_duo.find_elements("#session-body a[href*='/users/']") == []
 
     # A goal session opens the same timeline.
     dash_duo.driver.get(f"{dash_duo.server_url}/goal-sessions?site={site.site_id}&goal={goal.goal_id}&time_zone=UTC")
