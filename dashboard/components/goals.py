@@ -7,7 +7,6 @@ and DataFrames go out. The create/edit/clone form is in ``goal_editor``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -23,10 +22,10 @@ from dashboard.components.common import (
     format_duration,
     format_number,
     format_percent,
-    in_zone,
     value_of,
 )
 from dashboard.components.pager import SMALL_LINKS, link_pager, total_pages
+from dashboard.components.sessions import local_time
 from dashboard.countries import country_label, country_name
 
 __all__ = [
@@ -203,16 +202,16 @@ def referrer_host(referrer: str | None) -> str:
     return host or referrer
 
 
-def _local(moment: datetime | None, zone: str) -> str:
-    return "" if moment is None else in_zone(moment, zone).strftime("%Y-%m-%d %H:%M:%S")
+# Goal session times keep their seconds (the CSV download is built from the same frame).
+_SECONDS = "%Y-%m-%d %H:%M:%S"
 
 
 def sessions_frame(sessions: Sequence[Any], time_zone: str) -> pd.DataFrame:
     """Goal sessions as a table: times in ``time_zone``, duration in seconds and as text, '' channel = Direct."""
     records = [
         {
-            "session_start": _local(value_of(s, "session_start"), time_zone),
-            "session_end": _local(value_of(s, "session_end"), time_zone),
+            "session_start": local_time(value_of(s, "session_start"), time_zone, _SECONDS),
+            "session_end": local_time(value_of(s, "session_end"), time_zone, _SECONDS),
             "duration_seconds": int(round(value_of(s, "session_duration") or 0)),
             "duration": format_duration(value_of(s, "session_duration") or 0),
             "pageviews": value_of(s, "pageviews") or 0,
