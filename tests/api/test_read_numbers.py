@@ -238,6 +238,36 @@ def test_read007_goals_conversions_match_pandas(world: World, goal_ids: list[int
         assert got["createdAt"].endswith("Z") and got["config"] == goal["config"]
 
 
+def test_read007b_more_goals_than_one_mask_holds_match_pandas(world: World) -> None:
+    """70 goals: the goals list keeps 62 goals' bits per mask, so the last eight are counted from a second mask."""
+    site = make_site(world.services, world.owner, "many-goals.example")
+    rows = truth.generate_events(site.site_id, sessions=120, seed=21)
+    world.services.events.append(rows_to_table(rows))
+    kinds: list[tuple[str, dict[str, Any]]] = [("path", {"pathPattern": path}) for path in truth.PATHS]
+    kinds += [("path", {"pathPattern": pattern}) for pattern in ("/blog/*", "/docs/**", "/blog/**", "/**")]
+    kinds += [(g["goalType"], g["config"]) for g in GOALS if g["goalType"] == "event"]
+    goals = [
+        {"name": f"Goal {i}", "goalType": kinds[i % len(kinds)][0], "config": kinds[i % len(kinds)][1]}
+        for i in range(70)
+    ]
+    headers = world.owner.headers
+    ids = []
+    for goal in goals:
+        response = world.client.post(f"/api/sites/{site.site_id}/goals", json=goal, headers=headers)
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["goalId"])
+    response = world.client.get(f"/api/sites/{site.site_id}/goals", params={"limit": "100", **WINDOW}, headers=headers)
+    assert response.status_code == 200, response.text
+    by_id = {g["goalId"]: g for g in response.json()["data"]}
+    in_range = truth.window_rows(truth.frame(rows), WINDOW_START, WINDOW_END)
+    for goal_id, goal in zip(ids, goals, strict=True):
+        sessions, conversions, _ = truth.expected_goal(in_range, goal)
+        assert (by_id[goal_id]["total_sessions"], by_id[goal_id]["total_conversions"]) == (sessions, conversions)
+    # Goals 62 and up (the second mask) convert sessions, and not the same as the goal 62 places before them.
+    later = [by_id[goal_id]["total_conversions"] for goal_id in ids[62:]]
+    assert all(later) and later != [by_id[goal_id]["total_conversions"] for goal_id in ids[:8]]
+
+
 def test_read008_goals_sort_and_pages(world: World, goal_ids: list[int]) -> None:
     first = world.get("/goals", page_size="4", sort="goalId", order="asc")
     second = world.get("/goals", page_size="4", page="2", sort="goalId", order="asc")
