@@ -39,12 +39,12 @@ __all__ = [
 
 # (key of Overview, label, formatter, a rise is good)
 HEADLINES = (
-    ("users", "Unique visitors", format_number, True),
-    ("sessions", "Visits", format_number, True),
+    ("users", "Users", format_number, True),
+    ("sessions", "Sessions", format_number, True),
     ("pageviews", "Pageviews", format_number, True),
-    ("pages_per_session", "Views per visit", lambda v: format_number(v, 2), True),
+    ("pages_per_session", "Pages per session", lambda v: format_number(v, 2), True),
     ("bounce_rate", "Bounce rate", format_percent, False),
-    ("session_duration", "Visit duration", format_duration, True),
+    ("session_duration", "Session duration", format_duration, True),
 )
 BUCKETS = ("hour", "day", "week", "month")
 # Panel -> its tabs as (tab value = metric parameter, tab label).
@@ -255,7 +255,7 @@ def row_label(parameter: str, value: Any) -> str:
 
 
 def panel_rows(parameter: str, rows: Sequence[Any], *, clickable: bool = True) -> html.Div:
-    """A panel's rows (value, visits, share) as buttons: clicking one adds it as a filter (read-only: plain rows)."""
+    """A panel's rows (value, sessions, share) as buttons: clicking one adds it as a filter (read-only: plain rows)."""
     if not rows:
         return html.Div("No data for this range.", className="panel-empty")
     items: list[Any] = []
@@ -276,11 +276,11 @@ def panel_rows(parameter: str, rows: Sequence[Any], *, clickable: bool = True) -
                 id={"type": ids.OVERVIEW_ROW_TYPE, "parameter": parameter, "value": str(value)},
                 n_clicks=0,
                 className="panel-row",
-                title="Show only visits with this value",
+                title="Show only sessions with this value",
             )
         )
     header = html.Div(
-        [html.Span("", className="panel-value"), html.Span("Visits", className="panel-count"), html.Span("")],
+        [html.Span("", className="panel-value"), html.Span("Sessions", className="panel-count"), html.Span("")],
         className="panel-row panel-head",
     )
     return html.Div([header, *items], className="panel-rows", id=f"overview-rows-{parameter}")

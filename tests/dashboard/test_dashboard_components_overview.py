@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from api_client import Overview
+from dashboard.components import frame
 from dashboard.components import funnels as funnel_ui
 from dashboard.components import overview as ui
 from dashboard.components import sites as sites_ui
@@ -30,6 +31,16 @@ def test_components_overview001_change_words_for_thin_or_empty_earlier_periods()
     )
     assert "+25.0%" in fair and "+100.0%" in fair and "+10.0 pts" in fair
     assert "overview-loaded" not in json.dumps(ui.headline_tiles().to_plotly_json(), default=str)
+
+
+def test_components_overview001b_tiles_name_figures_as_every_page_strip_does():
+    """The overview's tiles and the strip above every other page show the same numbers under the same names."""
+    strip = {key: label for key, label, _, _ in frame.OVERVIEW_METRICS}
+    tiles = {key: label for key, label, _, _ in ui.HEADLINES}
+    assert set(strip) <= set(tiles)
+    assert {key: tiles[key] for key in strip} == strip
+    rows = repr(ui.panel_rows("pathname", [{"value": "/", "count": 3, "percentage": 100.0}]))
+    assert "children='Sessions'" in rows and "title='Show only sessions with this value'" in rows
 
 
 def test_components_overview002_buckets_countries_and_rows():
@@ -86,7 +97,7 @@ def test_components_overview_series_last_bucket_still_filling():
     closed = ui.series_figure(current, previous, "users", "day")
     assert [(t.name, list(t.y)) for t in closed.data] == [
         ("Previous period", [38, 41, 9]),
-        ("Unique visitors", [40, 44, 7]),
+        ("Users", [40, 44, 7]),
     ]
     filling = ui.series_figure(current, previous, "users", "day", ends_now=True)
     solid, dotted, last = filling.data[1:]
