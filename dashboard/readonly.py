@@ -48,7 +48,7 @@ def overview_body(api: Any, view: ViewState) -> list[Any]:
         html.Div(overview_ui.headline_tiles(both.current, both.previous), id="share-overview-tiles"),
         dcc.Graph(
             figure=overview_ui.series_figure(
-                series.current, series.previous, "users", bucket, time_zone=view.time_zone, ends_now=view.ends_now
+                series.current, series.previous, "users", bucket, time_zone=view.time_zone, ends=view.range_ends
             ),
             config={"displayModeBar": False, "responsive": True},
             className="overview-chart",

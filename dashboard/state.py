@@ -24,6 +24,7 @@ from dashboard.countries import find_country
 
 if TYPE_CHECKING:
     from api_client import Query
+    from dashboard.components.common import RangeEnds
 
 __all__ = [
     "DEFAULT_DAYS",
@@ -159,6 +160,13 @@ class ViewState:
     def ends_now(self) -> bool:
         """Whether the range runs up to now (it ends today, or has no end): its last bucket is still filling."""
         return self.end_date is None or self.end_date >= today_in(self.time_zone)
+
+    @property
+    def range_ends(self) -> RangeEnds:
+        """The range's first and last days and whether it runs up to now: what tells a chart its partial buckets."""
+        from dashboard.components.common import RangeEnds
+
+        return RangeEnds(self.start_date, self.end_date, self.ends_now)
 
     def query(self) -> Query:
         """The ``api_client.Query`` for this view (window, zone and filters)."""

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal, NamedTuple, TypeGuard
 from zoneinfo import ZoneInfo
 
@@ -23,6 +24,7 @@ __all__ = [
     "value_of",
     "app_href",
     "attrs",
+    "bucket_ticks",
     "card",
     "channel_label",
     "comparison_gap",
@@ -49,6 +51,7 @@ __all__ = [
     "loading",
     "page_header",
     "redirect",
+    "RangeEnds",
     "zone_or_utc",
 ]
 
@@ -131,6 +134,68 @@ def as_instant(value: datetime | str) -> datetime:
 def in_zone(value: datetime | str, time_zone: str | None) -> datetime:
     """An instant from the API as wall-clock time in ``time_zone`` (aware)."""
     return as_instant(value).astimezone(zone_or_utc(time_zone))
+
+
+def _bucket_end(start: datetime, bucket: str) -> datetime:
+    """The wall-clock start of the bucket after the one starting at ``start`` (hour, day, week or month)."""
+    if bucket == "month":
+        return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    return start + {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}[bucket]
+
+
+def _short_date(day: date) -> str:
+    return f"{day:%b} {day.day}"
+
+
+@dataclass(frozen=True)
+class RangeEnds:
+    """Where a view's range begins and ends, which tells the chart buckets it holds only part of.
+
+    ``first_day`` and ``last_day`` are the range's first and last dates (None when it has none); ``ends_now``
+    says the range runs up to now (see ``ViewState.ends_now``).
+    """
+
+    first_day: date | None = None
+    last_day: date | None = None
+    ends_now: bool = False
+
+    def notes(self, starts: Sequence[datetime], bucket: str) -> list[str]:
+        """What each bucket's value is read with when the range holds only part of it, "" for a whole bucket.
+
+        ``starts`` are the buckets' wall-clock starts in the range's zone, in order. A week or month can begin
+        before the range's first day or end after its last, and then counts only the days inside ("from Nov 3",
+        "to Nov 27"); the last bucket of a range ending now is still filling ("so far"). Drawn like the others,
+        such a bucket reads as a fall.
+        """
+        notes = [""] * len(starts)
+        if not starts or bucket not in ("hour", "day", "week", "month"):
+            return notes
+        if self.first_day is not None and starts[0].date() < self.first_day:
+            notes[0] = f"from {_short_date(self.first_day)}"
+        if self.ends_now:
+            last = "so far"
+        elif self.last_day is not None and _bucket_end(starts[-1], bucket).date() > self.last_day + timedelta(days=1):
+            last = f"to {_short_date(self.last_day)}"
+        else:
+            return notes
+        notes[-1] = f"{notes[-1]}, {last}" if notes[-1] else last
+        return notes
+
+
+_MAX_TICKS = 7  # labels as wide as "Sep 28" still fit side by side on a phone
+
+
+def bucket_ticks(starts: Sequence[datetime], bucket: str) -> dict[str, Any]:
+    """Axis ticks on the buckets' own starts for weeks (Mondays) and months (their first days), seven at most.
+
+    Left to itself the axis ticks weeks on Sundays and months every other week, between the points it draws.
+    """
+    if bucket not in ("week", "month") or not starts:
+        return {}
+    step = -(-len(starts) // _MAX_TICKS)  # buckets per tick, rounded up
+    shown = list(starts[::-1][::step])[::-1]  # counted back from the last bucket, which always has its label
+    text = [f"{s:%b} {s.day}" if bucket == "week" else f"{s:%b %Y}" for s in shown]
+    return {"tickmode": "array", "tickvals": shown, "ticktext": text}
 
 
 MIN_PREVIOUS_SESSIONS = 30

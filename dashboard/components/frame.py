@@ -122,9 +122,9 @@ COMMON_ZONES = (
 )
 # (key on the Overview object, label, formatter, whether a rise is good)
 OVERVIEW_METRICS = (
+    ("users", "Users", format_number, True),
     ("sessions", "Sessions", format_number, True),
     ("pageviews", "Pageviews", format_number, True),
-    ("users", "Users", format_number, True),
     ("bounce_rate", "Bounce rate", format_percent, False),
     ("session_duration", "Session duration", format_duration, True),
 )

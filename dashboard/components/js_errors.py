@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from dashboard.components.common import as_instant, attrs, in_zone, zone_or_utc
+from dashboard.components.common import RangeEnds, as_instant, attrs, bucket_ticks, in_zone, zone_or_utc
 from dashboard.countries import country_label, country_name
 
 __all__ = [
@@ -98,36 +98,40 @@ def file_location(file_name: str | None, line: int | None, column: int | None) -
     return ":".join(parts)
 
 
-def sparkline(buckets: Sequence[Any], time_zone: str | None, *, label: str = "", ends_now: bool = False) -> html.Div:
+def sparkline(
+    buckets: Sequence[Any], time_zone: str | None, *, label: str = "", ends: RangeEnds | None = None
+) -> html.Div:
     """A tiny bar chart of occurrences per bucket, drawn with plain elements (cheap: one per group row).
 
-    Each bar carries a tooltip with its local time and count; the tallest bar fills the height. With ``ends_now``
-    the last bucket is still filling: its bar is paler and its tooltip says "so far".
+    Each bar carries a tooltip with its local time and count; the tallest bar fills the height. The buckets are the
+    range's ``trend_bucket``; one the range holds only part of (``ends``, see ``RangeEnds.notes``: the last of a
+    range ending now, a week cut by the range) is paler and its tooltip reads with its note ("so far").
     """
     counts = [int(bucket.error_count) for bucket in buckets]
     peak = max(counts, default=0)
+    ends = ends or RangeEnds()
+    starts = [in_zone(bucket.time, time_zone) for bucket in buckets]
+    notes = ends.notes([start.replace(tzinfo=None) for start in starts], trend_bucket(ends.first_day, ends.last_day))
     bars = []
-    for index, (bucket, count) in enumerate(zip(buckets, counts, strict=True)):
+    for start, count, note in zip(starts, counts, notes, strict=True):
         height = 0 if peak == 0 else max(6, round(count * 100 / peak)) if count else 0
-        stamp = in_zone(bucket.time, time_zone).strftime("%Y-%m-%d %H:%M")
-        filling = ends_now and index == len(counts) - 1
         bars.append(
             html.Span(
                 className="spark-bar"
                 + (" spark-bar-empty" if count == 0 else "")
-                + (" spark-bar-filling" if filling else ""),
+                + (" spark-bar-filling" if note else ""),
                 style={"height": f"{height}%"},
-                title=f"{stamp}: {_count(count)}" + (" so far" if filling else ""),
+                title=f"{start:%Y-%m-%d %H:%M}: {_count(count)}" + (f" {note}" if note else ""),
             )
         )
     return html.Div(bars, className="sparkline", role="img", **attrs({"aria-label": label or "trend"}))
 
 
 def group_sparkline(
-    trend: Sequence[Any], time_zone: str | None, error_name: str | None = None, *, ends_now: bool = False
+    trend: Sequence[Any], time_zone: str | None, error_name: str | None = None, *, ends: RangeEnds | None = None
 ) -> html.Div:
     """The small trend of one error group (what fills the row's trend cell)."""
-    return sparkline(trend, time_zone, label=f"occurrences of {error_name or 'error'} over time", ends_now=ends_now)
+    return sparkline(trend, time_zone, label=f"occurrences of {error_name or 'error'} over time", ends=ends)
 
 
 def error_group_row(
@@ -139,7 +143,7 @@ def error_group_row(
     selected: bool,
     row_id: Any,
     trend_id: Any = None,
-    ends_now: bool = False,
+    ends: RangeEnds | None = None,
 ) -> html.Button:
     """One error group: class, message (cut to a preview, full text on hover), trend, occurrences, sessions, share.
 
@@ -158,7 +162,7 @@ def error_group_row(
                 className="error-group-main",
             ),
             html.Div(
-                group_sparkline(trend, time_zone, group.error_name, ends_now=ends_now) if trend is not None else None,
+                group_sparkline(trend, time_zone, group.error_name, ends=ends) if trend is not None else None,
                 className="error-group-trend",
                 **({"id": trend_id} if trend_id is not None else {}),
             ),
@@ -190,7 +194,7 @@ def error_groups_list(
     selected: str | None,
     row_id: Any,
     trend_id: Any = None,
-    ends_now: bool = False,
+    ends: RangeEnds | None = None,
 ) -> html.Div:
     """The list of error groups with a header line; ``row_id(i)`` gives the id of row ``i`` (``trend_id(i)`` that
     of its trend cell, when trends are filled in later)."""
@@ -213,7 +217,7 @@ def error_groups_list(
             selected=group.value == selected,
             row_id=row_id(index),
             trend_id=trend_id(index) if trend_id is not None else None,
-            ends_now=ends_now,
+            ends=ends,
         )
         for index, (group, trend) in enumerate(zip(groups, trends, strict=True))
     ]
@@ -221,24 +225,25 @@ def error_groups_list(
 
 
 def errors_time_figure(
-    buckets: Sequence[Any], time_zone: str | None, bucket: str, *, ends_now: bool = False
+    buckets: Sequence[Any], time_zone: str | None, bucket: str, *, ends: RangeEnds | None = None
 ) -> go.Figure:
     """Bar chart of occurrences per bucket, on the wall-clock time of ``time_zone``.
 
-    With ``ends_now`` the last bucket is still filling (today, this hour): its bar is drawn paler and reads "so far".
+    A bucket the range holds only part of (``ends``, see ``RangeEnds.notes``: the last one of a range ending now, a
+    week or month cut by the range's first or last day) is drawn paler and its count reads with its note ("so far").
     """
     zone = zone_or_utc(time_zone)
     times = [in_zone(item.time, time_zone).replace(tzinfo=None) for item in buckets]
     counts = [int(item.error_count) for item in buckets]
     label = dict(ERROR_BUCKETS).get(bucket, bucket).lower()
-    filling = [ends_now and i == len(counts) - 1 for i in range(len(counts))]
+    notes = (ends or RangeEnds()).notes(times, bucket)
     figure = go.Figure(
         go.Bar(
             x=times,
             y=counts,
             marker_color=ACCENT,
-            marker_opacity=[0.45 if f else 1.0 for f in filling],
-            customdata=[" so far" if f else "" for f in filling],
+            marker_opacity=[0.45 if note else 1.0 for note in notes],
+            customdata=[f" {note}" if note else "" for note in notes],
             hovertemplate=f"%{{x}} ({zone.key})<br>%{{y:,}} occurrences%{{customdata}}<extra></extra>",
             name="occurrences",
         )
@@ -258,7 +263,7 @@ def errors_time_figure(
             "rangemode": "tozero",
             "tickformat": ",d",
         },
-        xaxis={"gridcolor": "#eef0f3"},
+        xaxis={"gridcolor": "#eef0f3", **bucket_ticks(times, bucket)},
         font={"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#374151"},
     )
     return figure

@@ -15,6 +15,8 @@ from dash import dcc, html
 
 from dashboard import ids
 from dashboard.components.common import (
+    RangeEnds,
+    bucket_ticks,
     channel_label,
     comparison_gap,
     format_change,
@@ -130,14 +132,15 @@ def series_figure(
     bucket: str,
     *,
     time_zone: str | None = None,
-    ends_now: bool = False,
+    ends: RangeEnds | None = None,
 ) -> go.Figure:
     """The chosen metric per bucket, with the previous period drawn dotted on the same x positions.
 
     Buckets are placed at their start on the wall clock of ``time_zone``, the zone they were counted in (the API
     gives the instant: local midnight in Tokyo is 15:00 UTC the day before, which the chart would show as that day).
-    With ``ends_now`` the last bucket is still filling (today, this hour): the line into it is dotted and its value
-    reads "so far", rather than a fall drawn at the end of every range that ends today.
+    A bucket the range holds only part of (``ends``, see ``RangeEnds.notes``: the last one of a range ending now, a
+    week or month cut by the range's first or last day) is joined to its neighbour by a dotted line and its value
+    reads with its note ("so far", "from Nov 3"), rather than as a fall at an end of the range.
     """
 
     def wall_clock(b: Any) -> datetime:
@@ -162,41 +165,48 @@ def series_figure(
                 hovertemplate="%{customdata}: %{y}<extra>previous</extra>",
             )
         )
-    filling = ends_now and len(times) >= 2
-    done = len(times) - 1 if filling else len(times)
+    notes = (ends or RangeEnds()).notes(times, bucket)
+    # With one bucket there is no line to dot: its value is drawn as it is.
+    partial = [bool(note) and len(times) >= 2 for note in notes]
+    # The buckets between the partial ones at either end, drawn as one solid line.
+    whole = slice(1 if partial[:1] == [True] else 0, len(times) - 1 if partial[-1:] == [True] else len(times))
     mode = "lines+markers" if len(times) < 40 else "lines"
     line = {"color": "#4f6bed", "width": 2}
     fill = {"fill": "tozeroy", "fillcolor": "rgba(79,107,237,0.08)"}
-    fig.add_trace(go.Scatter(x=times[:done], y=values[:done], name=label, mode=mode, line=line, **fill))
-    if filling:
-        fig.add_trace(
-            go.Scatter(
-                x=times[-2:],
-                y=values[-2:],
-                mode="lines",
-                line=line | {"dash": "dot"},
-                showlegend=False,
-                hoverinfo="skip",
-                **fill,
+    fig.add_trace(go.Scatter(x=times[whole], y=values[whole], name=label, mode=mode, line=line, **fill))
+    for index, neighbours in ((len(times) - 1, slice(-2, None)), (0, slice(0, 2))):
+        if not partial[index]:
+            continue
+        if index == len(times) - 1 or not (len(times) == 2 and partial[-1]):  # two partial buckets: one segment
+            fig.add_trace(
+                go.Scatter(
+                    x=times[neighbours],
+                    y=values[neighbours],
+                    mode="lines",
+                    line=line | {"dash": "dot"},
+                    showlegend=False,
+                    hoverinfo="skip",
+                    **fill,
+                )
             )
-        )
         fig.add_trace(
             go.Scatter(
-                x=times[-1:],
-                y=values[-1:],
-                name=f"{label} so far",
+                x=times[index : index + 1],
+                y=values[index : index + 1],
+                name=f"{label} {notes[index]}",
                 mode="markers",
                 marker={"color": line["color"]},
                 showlegend=False,
-                hovertemplate="%{y} so far<extra></extra>",
+                hovertemplate=f"%{{y}} {notes[index]}<extra></extra>",
                 # A filled trace adds no margin around its points to the axis (a markers-only one would), so the
-                # last bucket stays at the chart's right edge as the others draw it.
+                # bucket stays at the chart's edge as the others draw it.
                 fill="tozeroy",
                 fillcolor="rgba(0,0,0,0)",
             )
         )
     fig.update_layout(
-        margin={"l": 40, "r": 10, "t": 10, "b": 30},
+        # Week and month ticks label the last bucket, on the right edge: room for half its label.
+        margin={"l": 40, "r": 36 if bucket in ("week", "month") else 10, "t": 10, "b": 30},
         height=280,
         showlegend=bool(previous),
         legend={"orientation": "h", "y": -0.2},
@@ -204,7 +214,11 @@ def series_figure(
         plot_bgcolor="rgba(0,0,0,0)",
         hovermode="x unified",
         yaxis={"rangemode": "tozero", "gridcolor": "rgba(128,128,128,0.2)"},
-        xaxis={"showgrid": False, "hoverformat": "%Y-%m-%d %H:%M" if bucket == "hour" else "%Y-%m-%d"},
+        xaxis={
+            "showgrid": False,
+            "hoverformat": "%Y-%m-%d %H:%M" if bucket == "hour" else "%Y-%m-%d",
+            **bucket_ticks(times, bucket),
+        },
     )
     return fig
 

@@ -223,7 +223,7 @@ def load_trends(messages: list | None, view_data: dict | None, auth: dict | None
         trends = _trends(session.api_for(auth), view, list(messages), bucket)
     except APIError as exc:
         return [failure_mark(exc) for _ in cells]  # the list and its numbers stay; each trend says it is missing
-    return [comp.group_sparkline(trend, view.time_zone, ends_now=view.ends_now) for trend in trends]
+    return [comp.group_sparkline(trend, view.time_zone, ends=view.range_ends) for trend in trends]
 
 
 # A click on a group opens it without redrawing the page: the URL gets its ``error`` (pushState, outside Dash's
@@ -340,7 +340,7 @@ def _detail(view: ViewState, auth: dict | None) -> Any:
             ),
             dcc.Graph(
                 id=ids.ERRORS_CHART,
-                figure=comp.errors_time_figure(series, view.time_zone, bucket, ends_now=view.ends_now),
+                figure=comp.errors_time_figure(series, view.time_zone, bucket, ends=view.range_ends),
                 config={"displayModeBar": False, "responsive": True},
                 className="errors-chart",
             ),
@@ -410,7 +410,7 @@ def change_bucket(bucket: str | None, view_data: dict | None, auth: dict | None)
         lambda: session.cached_call(
             session.api_for(auth), "error_time_series", view.site_id, view.error, view.query(), bucket=bucket
         ),
-        lambda series: comp.errors_time_figure(series, view.time_zone, bucket, ends_now=view.ends_now),
+        lambda series: comp.errors_time_figure(series, view.time_zone, bucket, ends=view.range_ends),
     )
 
 

@@ -61,7 +61,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
         [
             page_header(
                 "Overview",
-                "Visitors, visits and where they came from, against the previous period.",
+                "Users, sessions and where they came from, against the previous period.",
                 actions=html.Div(
                     [
                         html.Span(id=ids.OVERVIEW_LIVE),
@@ -133,7 +133,7 @@ def load_chart(view_data: dict | None, metric: str | None, auth: dict | None) ->
             session.api_for(auth), "overview_time_series_compared", view.site_id, view.query(), bucket=bucket
         ),
         lambda series: ui.series_figure(
-            series.current, series.previous, metric or "users", bucket, time_zone=view.time_zone, ends_now=view.ends_now
+            series.current, series.previous, metric or "users", bucket, time_zone=view.time_zone, ends=view.range_ends
         ),
     )
 

@@ -192,7 +192,7 @@ def _errors(api: Any, view: ViewState) -> tuple[Any, list[str]]:
             time_zone=view.time_zone,
             selected=view.error,
             row_id=lambda i: {"type": ids.SHARE_ERROR_ROW_TYPE, "index": i},
-            ends_now=view.ends_now,
+            ends=view.range_ends,
         ),
     ]
     chosen = next((g for g in groups if g.value == view.error), None)
@@ -205,7 +205,7 @@ def _errors(api: Any, view: ViewState) -> tuple[Any, list[str]]:
         content += [
             error_ui.error_detail_header(chosen),
             dcc.Graph(
-                figure=error_ui.errors_time_figure(series, view.time_zone, bucket),
+                figure=error_ui.errors_time_figure(series, view.time_zone, bucket, ends=view.range_ends),
                 config={"displayModeBar": False, "responsive": True},
                 className="chart",
             ),

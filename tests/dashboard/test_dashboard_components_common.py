@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import date, datetime, timedelta
 
 import pandas as pd
 import pytest
 
 from api_client import APIConnectionError, AuthenticationError, NotFoundError, ServerError, ValidationError
 from dashboard.components.common import (
+    RangeEnds,
     alert,
+    bucket_ticks,
     card,
     channel_label,
     csv_button,
@@ -180,3 +183,42 @@ def test_csv_button_and_payload():
     payload = csv_download(pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}), "goals")
     assert payload["filename"] == "goals.csv"
     assert payload["content"].splitlines() == ["a,b", "1,x", "2,y"]
+
+
+def test_common_range_ends_name_the_buckets_a_range_holds_only_part_of():
+    """Weeks and months cut by the range's first or last day, and the last bucket of a range ending now."""
+    weeks = [datetime(2026, 11, 2) + timedelta(days=7 * i) for i in range(4)]  # Mondays, Nov 2 to Nov 23
+    cut = RangeEnds(date(2026, 11, 4), date(2026, 11, 27))
+    assert cut.notes(weeks, "week") == ["from Nov 4", "", "", "to Nov 27"]
+    assert RangeEnds(date(2026, 11, 4), date(2026, 11, 27), ends_now=True).notes(weeks, "week")[-1] == "so far"
+    # A range of whole weeks (Monday to Sunday) cuts none; a day of the range is always whole.
+    assert RangeEnds(date(2026, 11, 2), date(2026, 11, 29)).notes(weeks, "week") == ["", "", "", ""]
+    days = [datetime(2026, 11, 4) + timedelta(days=i) for i in range(3)]
+    assert RangeEnds(date(2026, 11, 4), date(2026, 11, 6)).notes(days, "day") == ["", "", ""]
+    hours = [datetime(2026, 11, 6, 22), datetime(2026, 11, 6, 23)]
+    assert RangeEnds(date(2026, 11, 6), date(2026, 11, 6)).notes(hours, "hour") == ["", ""]
+    assert RangeEnds(date(2026, 11, 6), date(2026, 11, 6), ends_now=True).notes(hours, "hour") == ["", "so far"]
+    # One month holding the whole range is cut at both ends; December's start rolls over to January.
+    assert RangeEnds(date(2026, 11, 3), date(2026, 11, 20)).notes([datetime(2026, 11, 1)], "month") == [
+        "from Nov 3, to Nov 20"
+    ]
+    december = [datetime(2026, 11, 1), datetime(2026, 12, 1)]
+    assert RangeEnds(date(2026, 11, 1), date(2026, 12, 31)).notes(december, "month") == ["", ""]
+    assert RangeEnds(date(2026, 11, 1), date(2026, 12, 30)).notes(december, "month") == ["", "to Dec 30"]
+    assert RangeEnds().notes(weeks, "week") == ["", "", "", ""] and RangeEnds().notes([], "week") == []
+
+
+def test_common_week_and_month_ticks_sit_on_the_buckets():
+    """Weeks are labelled on their Mondays and months on their first days, the last bucket always, seven at most."""
+    weeks = [datetime(2026, 11, 2) + timedelta(days=7 * i) for i in range(4)]
+    assert bucket_ticks(weeks, "week") == {
+        "tickmode": "array",
+        "tickvals": weeks,
+        "ticktext": ["Nov 2", "Nov 9", "Nov 16", "Nov 23"],
+    }
+    months = [datetime(2025 + (10 + i) // 12, (10 + i) % 12 + 1, 1) for i in range(30)]  # Nov 2025 to Apr 2028
+    ticks = bucket_ticks(months, "month")
+    assert len(ticks["tickvals"]) == 6 and ticks["tickvals"][-1] == months[-1]
+    # Every fifth month, counted back from the last.
+    assert ticks["ticktext"] == ["Mar 2026", "Aug 2026", "Jan 2027", "Jun 2027", "Nov 2027", "Apr 2028"]
+    assert bucket_ticks(weeks, "day") == {} and bucket_ticks([], "week") == {}

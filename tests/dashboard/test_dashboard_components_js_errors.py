@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
 from api_client.models import ErrorBucket, ErrorEvent, ErrorName
 from dashboard.components import js_errors as comp
+from dashboard.components.common import RangeEnds
 
 
 def group(value="TypeError: x is undefined", name="TypeError", count=12, sessions=5, percentage=60.0):
@@ -116,9 +117,19 @@ def test_sparkline_heights_are_proportional_and_tooltips_local():
     assert "spark-bar-empty" in bars[0].className
     assert not [bar for bar in bars if "spark-bar-filling" in bar.className]
     # A range ending now: the last bar is still filling, paler and read "so far", in a group's row as well.
-    filling = comp.group_sparkline([bucket(1, 5), bucket(2, 10)], "Europe/Paris", "TypeError", ends_now=True).children
+    filling = comp.group_sparkline(
+        [bucket(1, 5), bucket(2, 10)], "Europe/Paris", "TypeError", ends=RangeEnds(ends_now=True)
+    ).children
     assert ["spark-bar-filling" in bar.className for bar in filling] == [False, True]
     assert filling[1].title == "2026-01-15 03:00: 10 so far"
+    # Over more than 92 days the trend counts weeks: those cut by the range are paler and say which days they hold.
+    mondays = [
+        ErrorBucket(time=datetime(2025, 10, 6, tzinfo=UTC) + timedelta(days=7 * i), error_count=4) for i in range(15)
+    ]
+    ranged = RangeEnds(date(2025, 10, 8), date(2026, 1, 14))  # a Wednesday to a Wednesday, 99 days
+    weekly = comp.group_sparkline(mondays, "UTC", "TypeError", ends=ranged).children
+    assert [i for i, bar in enumerate(weekly) if "spark-bar-filling" in bar.className] == [0, 14]
+    assert (weekly[0].title, weekly[14].title) == ("2025-10-06 00:00: 4 from Oct 8", "2026-01-12 00:00: 4 to Jan 14")
 
 
 def test_sparkline_all_zero_draws_empty_bars():
@@ -177,9 +188,18 @@ def test_time_figure_uses_local_wall_clock():
     assert figure.layout.yaxis.title.text == "occurrences per hour"
     assert list(trace.marker.opacity) == [1.0, 1.0] and list(trace.customdata) == ["", ""]
     # A range ending now: its last hour is still filling, drawn paler and read "so far".
-    filling = comp.errors_time_figure([bucket(22, 3), bucket(23, 4)], "Asia/Tokyo", "hour", ends_now=True).data[0]
+    filling = comp.errors_time_figure(
+        [bucket(22, 3), bucket(23, 4)], "Asia/Tokyo", "hour", ends=RangeEnds(ends_now=True)
+    ).data[0]
     assert list(filling.marker.opacity) == [1.0, 0.45] and list(filling.customdata) == ["", " so far"]
     assert "%{customdata}" in filling.hovertemplate
+    # Weeks cut by the range's first and last days: drawn paler, their counts read with the days they hold.
+    mondays = [ErrorBucket(time=datetime(2026, 1, day, tzinfo=UTC), error_count=5) for day in (12, 19)]
+    weekly = comp.errors_time_figure(mondays, "UTC", "week", ends=RangeEnds(date(2026, 1, 14), date(2026, 1, 20))).data[
+        0
+    ]
+    assert list(weekly.marker.opacity) == [0.45, 0.45]
+    assert list(weekly.customdata) == [" from Jan 14", " to Jan 20"]
 
 
 @pytest.mark.parametrize(

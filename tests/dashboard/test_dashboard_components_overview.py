@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 
 from api_client import Overview
 from dashboard.components import frame
 from dashboard.components import funnels as funnel_ui
 from dashboard.components import overview as ui
 from dashboard.components import sites as sites_ui
+from dashboard.components.common import RangeEnds
 
 
 def test_components_overview001_change_words_for_thin_or_empty_earlier_periods():
@@ -34,11 +36,11 @@ def test_components_overview001_change_words_for_thin_or_empty_earlier_periods()
 
 
 def test_components_overview001b_tiles_name_figures_as_every_page_strip_does():
-    """The overview's tiles and the strip above every other page show the same numbers under the same names."""
-    strip = {key: label for key, label, _, _ in frame.OVERVIEW_METRICS}
-    tiles = {key: label for key, label, _, _ in ui.HEADLINES}
-    assert set(strip) <= set(tiles)
-    assert {key: tiles[key] for key in strip} == strip
+    """The overview's tiles and the strip above every other page show the same numbers under the same names, in the
+    same order (the strip leaves out pages per session)."""
+    strip = [(key, label) for key, label, _, _ in frame.OVERVIEW_METRICS]
+    tiles = [(key, label) for key, label, _, _ in ui.HEADLINES]
+    assert [tile for tile in tiles if tile[0] != "pages_per_session"] == strip
     rows = repr(ui.panel_rows("pathname", [{"value": "/", "count": 3, "percentage": 100.0}]))
     assert "children='Sessions'" in rows and "title='Show only sessions with this value'" in rows
 
@@ -99,7 +101,7 @@ def test_components_overview_series_last_bucket_still_filling():
         ("Previous period", [38, 41, 9]),
         ("Users", [40, 44, 7]),
     ]
-    filling = ui.series_figure(current, previous, "users", "day", ends_now=True)
+    filling = ui.series_figure(current, previous, "users", "day", ends=RangeEnds(ends_now=True))
     solid, dotted, last = filling.data[1:]
     assert (list(solid.y), solid.line.dash) == ([40, 44], None)
     assert ([str(x) for x in dotted.x], dotted.line.dash, dotted.hoverinfo) == (
@@ -109,8 +111,28 @@ def test_components_overview_series_last_bucket_still_filling():
     )
     assert (list(last.y), last.hovertemplate) == ([7], "%{y} so far<extra></extra>")
     assert not dotted.showlegend and not last.showlegend
-    one = ui.series_figure(current[:1], [], "users", "day", ends_now=True)
+    one = ui.series_figure(current[:1], [], "users", "day", ends=RangeEnds(ends_now=True))
     assert [list(t.y) for t in one.data] == [[40]]  # a single bucket: nothing to join, drawn as it is
+
+
+def test_components_overview_series_weeks_cut_by_the_range():
+    """Weeks the range holds only part of, at both ends, are joined by dotted lines and read with their dates."""
+    current = [{"time": f"2026-11-{d:02d}T00:00:00Z", "users": n} for d, n in ((2, 30), (9, 70), (16, 72), (23, 40))]
+    figure = ui.series_figure(current, [], "users", "week", ends=RangeEnds(date(2026, 11, 4), date(2026, 11, 27)))
+    solid, dotted_last, last, dotted_first, first = figure.data
+    assert (list(solid.y), solid.line.dash) == ([70, 72], None)
+    assert (list(dotted_last.y), dotted_last.line.dash) == ([72, 40], "dot")
+    assert (list(dotted_first.y), dotted_first.line.dash) == ([30, 70], "dot")
+    assert (list(last.y), last.hovertemplate) == ([40], "%{y} to Nov 27<extra></extra>")
+    assert (list(first.y), first.hovertemplate) == ([30], "%{y} from Nov 4<extra></extra>")
+    # Two buckets, both partial: one dotted line between them, and each value with its note.
+    two = ui.series_figure(current[2:], [], "users", "week", ends=RangeEnds(date(2026, 11, 18), date(2026, 11, 25)))
+    assert [(t.mode, list(t.y)) for t in two.data] == [
+        ("lines+markers", []),
+        ("lines", [72, 40]),
+        ("markers", [40]),
+        ("markers", [72]),
+    ]
 
 
 def test_components_overview_series_on_the_zones_wall_clock():

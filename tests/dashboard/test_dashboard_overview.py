@@ -158,3 +158,45 @@ def test_dash_overview003_chart_buckets_on_the_zones_dates(dash_duo, services, a
     dash_duo.wait_for_text_to_equal("#overview-sessions", "3", timeout=15)
     x = WebDriverWait(dash_duo.driver, 15).until(lambda driver: driver.execute_script(CHART_X))
     assert x == [f"{first + timedelta(days=i)}T00:00:00" for i in range(7)], x
+
+
+CHART_TRACES = """
+var plot = document.querySelector('#overview-chart .js-plotly-plot');
+if (!plot || !plot.data || plot.data.length < 3) { return null; }
+return {
+  traces: plot.data.map(function (t) { return [t.name || '', t.mode, Array.from(t.y)]; }),
+  ticks: Array.from(plot.layout.xaxis.ticktext || [])
+};
+"""
+
+
+def test_dash_overview004_weeks_cut_by_the_range_read_with_their_dates(dash_duo, services, api_base, output_dir):
+    # From a Wednesday to a Friday three weeks later: the first and last weeks hold only part of their days.
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    today = datetime.now(UTC).date()
+    first = today - timedelta(days=42 + (today.weekday() - 2) % 7)  # a Wednesday, six weeks back or more
+    last = first + timedelta(days=23)  # a Friday
+    monday = first - timedelta(days=2)
+    utc = ZoneInfo("UTC")
+    for week, count in enumerate((2, 5, 6, 1)):  # the first and last weeks' sessions on days inside the range
+        day = max(monday + timedelta(days=7 * week), first)
+        rows = local_sessions(site.site_id, count, datetime.combine(day, time(10), tzinfo=utc), f"w{week}-")
+        services.events.append(rows_to_table(rows))
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
+    sign_in(dash_duo, "owner@example.com")
+    dash_duo.driver.get(
+        f"{dash_duo.server_url}/overview?site={site.site_id}&start_date={first}&end_date={last}&time_zone=UTC"
+        "&bucket=week"
+    )
+    dash_duo.wait_for_text_to_equal("#overview-sessions", "14", timeout=15)
+    chart = WebDriverWait(dash_duo.driver, 15).until(lambda driver: driver.execute_script(CHART_TRACES))
+    mondays = [monday + timedelta(days=7 * i) for i in range(4)]
+    assert chart["ticks"] == [f"{d:%b} {d.day}" for d in mondays], chart
+    named = {name: (mode, y) for name, mode, y in chart["traces"]}
+    assert named["Users"] == ("lines+markers", [5, 6]), chart  # the two whole weeks, solid
+    assert named[f"Users from {first:%b} {first.day}"] == ("markers", [2]), chart
+    assert named[f"Users to {last:%b} {last.day}"] == ("markers", [1]), chart
+    dotted = [y for name, mode, y in chart["traces"] if not name and mode == "lines"]
+    assert sorted(dotted) == [[2, 5], [6, 1]], chart
+    screenshots(dash_duo, output_dir, "overview-cut-weeks")
