@@ -33,13 +33,14 @@ __all__ = [
     "session_href",
     "session_list",
     "session_summary",
+    "time_span",
     "timeline",
     "user_href",
     "user_profile",
 ]
 
 LIST_COLUMNS = (
-    ("started", "Started"),
+    ("started", "Active"),
     ("user", "User"),
     ("entry_page", "Entry page"),
     ("pageviews", "Pages"),
@@ -55,6 +56,18 @@ LIST_COLUMNS = (
 def local_time(moment: datetime | None, zone: str, fmt: str = "%Y-%m-%d %H:%M") -> str:
     """``moment`` in ``zone`` (UTC when the zone is unknown), or ``""``."""
     return "" if moment is None else in_zone(moment, zone).strftime(fmt)
+
+
+def time_span(start: datetime | None, end: datetime | None, zone: str) -> str:
+    """``2026-11-27 10:02 – 10:15`` in ``zone``: a session's first and last events' minutes (the last one's date
+    only when it differs; one minute alone when both fall in it)."""
+    first = local_time(start, zone)
+    if start is None or end is None:
+        return first
+    begun, ended = in_zone(start, zone), in_zone(end, zone)
+    if ended.strftime("%Y-%m-%d %H:%M") == first:
+        return first
+    return f"{first} – {ended:%H:%M}" if ended.date() == begun.date() else f"{first} – {ended:%Y-%m-%d %H:%M}"
 
 
 def session_href(site_id: int, session_id: str, search: str = "") -> str:
@@ -74,12 +87,12 @@ def _md(text: str, href: str) -> str:
 
 
 def sessions_frame(sessions: Sequence[Any], view: Any, search: str, *, links: bool = True) -> pd.DataFrame:
-    """Sessions as table rows whose start time links to the timeline and whose user links to the profile
-    (plain text without ``links``, for the read-only shared view)."""
+    """Sessions as table rows whose time (first to last event) links to the timeline and whose user links to the
+    profile (plain text without ``links``, for the read-only shared view)."""
     records = []
     for s in sessions:
         session_id, user_id = value_of(s, "session_id"), value_of(s, "user_id") or ""
-        started = local_time(value_of(s, "session_start"), view.time_zone)
+        started = time_span(value_of(s, "session_start"), value_of(s, "session_end"), view.time_zone)
         records.append(
             {
                 "started": _md(started or session_id, session_href(view.site_id, session_id, search))
@@ -120,7 +133,8 @@ def session_list(
         if view.page > 1:
             return empty_state("No more sessions", "This is past the last page.")
         return empty_state("No sessions in this range", "Try a longer date range, or remove filters.")
-    columns = [(key, f"Started ({view.time_zone})" if key == "started" else label) for key, label in LIST_COLUMNS]
+    # The list is ordered by each session's last event (the API's order), as the arrow on the time says.
+    columns = [(key, f"Active ({view.time_zone}) ↓" if key == "started" else label) for key, label in LIST_COLUMNS]
     table = data_table(
         sessions_frame(sessions, view, search, links=links),
         table_id,

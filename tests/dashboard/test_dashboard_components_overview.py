@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import UTC, date, datetime
 
 from api_client import Overview
 from dashboard.components import frame
 from dashboard.components import funnels as funnel_ui
 from dashboard.components import overview as ui
+from dashboard.components import sessions as sessions_ui
 from dashboard.components import sites as sites_ui
 from dashboard.components.common import RangeEnds
 
@@ -147,3 +148,16 @@ def test_components_overview_series_on_the_zones_wall_clock():
     hourly = ui.series_figure(current[:1], previous[:1], "users", "hour", time_zone="America/New_York")
     assert [str(x) for x in hourly.data[1].x] == ["2026-11-20 10:00:00"]
     assert list(hourly.data[0].customdata) == ["2026-11-18 10:00"]
+
+
+def test_components_sessions_time_from_first_to_last_event():
+    """The sessions list is ordered by each session's last event, so its time column shows both ends."""
+    start = datetime(2026, 3, 1, 22, 50, 10, tzinfo=UTC)
+    span = sessions_ui.time_span
+    assert span(start, datetime(2026, 3, 1, 23, 5, tzinfo=UTC), "UTC") == "2026-03-01 22:50 – 23:05"
+    assert span(start, datetime(2026, 3, 1, 22, 50, 50, tzinfo=UTC), "UTC") == "2026-03-01 22:50"  # the same minute
+    # In Berlin the session crosses midnight: the end carries its own date.
+    assert (
+        span(start, datetime(2026, 3, 1, 23, 5, tzinfo=UTC), "Europe/Berlin") == "2026-03-01 23:50 – 2026-03-02 00:05"
+    )
+    assert span(start, None, "UTC") == "2026-03-01 22:50" and span(None, None, "UTC") == ""

@@ -45,6 +45,11 @@ def test_dash_sessions001_list_timeline_user(dash_duo, services, api_base, outpu
     # Only an identified user has a profile: "alice" is a link, a visitor id is plain text.
     linked = [a.text for a in dash_duo.find_elements("#sessions-table td[data-dash-column='user'] a")]
     assert linked == ["alice", "alice"], linked
+    # Ordered by the last event, so the time shows both ends: s00 from its first page to its signup 90 s later.
+    s00 = sorted(r["timestamp"] for r in demo_rows(site.site_id) if r["session_id"] == "s00")
+    header = dash_duo.find_elements("#sessions-table th[data-dash-column='started']")[0].text
+    first_time = dash_duo.find_elements("#sessions-table td[data-dash-column='started']")[0].text
+    assert header == "Active (UTC) ↓" and first_time == f"{s00[0]:%Y-%m-%d %H:%M} – {s00[-1]:%H:%M}", first_time
     dash_duo.driver.save_screenshot(str(output_dir / "sessions-1440.png"))
     dash_duo.driver.set_window_size(390, 1000)
     dash_duo.driver.save_screenshot(str(output_dir / "sessions-390.png"))
