@@ -217,7 +217,7 @@ def ranking_content(ranking: Any, goal_name: str) -> Any:
         channel_table(df),
         html.P(
             "Bars show the conversion rate; the whiskers its 95% interval (Wilson). Light, hatched bars and dimmed "
-            "rows have fewer than 30 sessions: their rate can move a lot with a few more visits.",
+            "rows have fewer than 30 sessions: their rate can move a lot with a few more sessions.",
             className="muted footnote",
         ),
     ]

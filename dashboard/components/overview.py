@@ -224,7 +224,7 @@ def series_figure(
 
 
 def country_map(rows: Sequence[Any], topojson_url: str) -> dcc.Graph:
-    """A world map of visits per country, drawn from geometry served with the dashboard (no CDN)."""
+    """A world map of sessions per country, drawn from geometry served with the dashboard (no CDN)."""
     import pycountry
 
     codes, names, counts = [], [], []
@@ -243,7 +243,7 @@ def country_map(rows: Sequence[Any], topojson_url: str) -> dcc.Graph:
             locationmode="ISO-3",
             colorscale=[[0, "#dbe4ff"], [1, "#3b5bdb"]],
             showscale=False,
-            hovertemplate="%{text}: %{z} visits<extra></extra>",
+            hovertemplate="%{text}: %{z} sessions<extra></extra>",
             marker_line_color="#ffffff",
         )
     )

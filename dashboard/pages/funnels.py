@@ -31,7 +31,7 @@ STARTING_STEPS = [{"type": "page", "value": "/"}, {"type": "page", "value": ""}]
 
 # What the result card says before the first analysis, instead of an empty box.
 NOT_YET = html.P(
-    "Set the steps above, then choose Analyze. A visit counts at a step when it reached it after the step before, "
+    "Set the steps above, then choose Analyze. A session counts at a step when it reached it after the step before, "
     "within the chosen range.",
     className="empty-hint funnel-not-yet",
 )
@@ -48,7 +48,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
         return gate
     segment = html.Div(
         [
-            html.Span("Compare with visits where", className="muted"),
+            html.Span("Compare with sessions where", className="muted"),
             dcc.Dropdown(
                 id=ids.FUNNEL_SEGMENT_PARAMETER,
                 options=[{"label": p.replace("_", " "), "value": p} for p in FILTER_PARAMETERS],
@@ -70,7 +70,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
     )
     return html.Div(
         [
-            page_header("Funnels", "How many visits reach each step, in order, and where they drop off."),
+            page_header("Funnels", "How many sessions reach each step, in order, and where they drop off."),
             analytics_frame(view, overview=False),
             card(
                 [html.Div(funnel_ui.step_rows(STARTING_STEPS), id=ids.FUNNEL_STEPS), segment, actions],
@@ -136,7 +136,7 @@ def analyze(
     if any(not s["value"] for s in steps):
         return alert("Every step needs a page pattern or an event name.", kind="warning")
     api = session.api_for(auth)
-    base = "All visits" if not view.filters else "This view"
+    base = "All sessions" if not view.filters else "This view"
     segments = [(base, view)]
     segment = (segment_value or "").strip()
     if parameter and segment:

@@ -38,7 +38,7 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
         [
             page_header(
                 "Sessions",
-                "Every visit of the range, the most recently active first. Open one to see what happened in it.",
+                "Every session of the range, the most recently active first. Open one to see what happened in it.",
             ),
             analytics_frame(view, overview=False),
             card(loading(None, ids.SESSIONS_BODY), title="Sessions"),
