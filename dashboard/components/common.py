@@ -137,10 +137,10 @@ def in_zone(value: datetime | str, time_zone: str | None) -> datetime:
 
 
 def _bucket_end(start: datetime, bucket: str) -> datetime:
-    """The wall-clock start of the bucket after the one starting at ``start`` (hour, day, week or month)."""
+    """The wall-clock end of the bucket starting at ``start`` (a bucket under an hour: within the hour after it)."""
     if bucket == "month":
         return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
-    return start + {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}[bucket]
+    return start + {"week": timedelta(days=7), "day": timedelta(days=1)}.get(bucket, timedelta(hours=1))
 
 
 def _short_date(day: date) -> str:
@@ -168,7 +168,7 @@ class RangeEnds:
         such a bucket reads as a fall.
         """
         notes = [""] * len(starts)
-        if not starts or bucket not in ("hour", "day", "week", "month"):
+        if not starts:
             return notes
         if self.first_day is not None and starts[0].date() < self.first_day:
             notes[0] = f"from {_short_date(self.first_day)}"

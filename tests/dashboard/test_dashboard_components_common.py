@@ -206,6 +206,11 @@ def test_common_range_ends_name_the_buckets_a_range_holds_only_part_of():
     assert RangeEnds(date(2026, 11, 1), date(2026, 12, 31)).notes(december, "month") == ["", ""]
     assert RangeEnds(date(2026, 11, 1), date(2026, 12, 30)).notes(december, "month") == ["", "to Dec 30"]
     assert RangeEnds().notes(weeks, "week") == ["", "", "", ""] and RangeEnds().notes([], "week") == []
+    # Buckets under an hour (the error chart's minutes) are never cut by the range's days, but can be still filling.
+    minutes = [datetime(2026, 11, 6, 23, 45), datetime(2026, 11, 6, 23, 50), datetime(2026, 11, 6, 23, 55)]
+    day = RangeEnds(date(2026, 11, 6), date(2026, 11, 6))
+    assert day.notes(minutes, "five_minutes") == ["", "", ""]
+    assert RangeEnds(date(2026, 11, 6), date(2026, 11, 6), ends_now=True).notes(minutes, "minute")[-1] == "so far"
 
 
 def test_common_week_and_month_ticks_sit_on_the_buckets():
