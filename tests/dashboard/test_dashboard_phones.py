@@ -448,6 +448,9 @@ def test_dash_phones003_on_a_phone_the_menu_picks_a_site_and_the_folded_controls
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=20)
     click(dash_duo, "#frame-controls-toggle")
     dash_duo.select_dcc_dropdown("#frame-filter-parameter", value="Channel")
+    # The parameter's callbacks (its value suggestions) answer before the value is typed: in one full test run
+    # the Add click that followed changed nothing.
+    settled(dash_duo)
     dash_duo.find_element("#frame-filter-value").send_keys("Referral")
     click(dash_duo, "#frame-filter-add")
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "3", timeout=15)  # sessions 7-9 came by referral
