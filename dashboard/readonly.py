@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dash import dcc, html
+from dash import html
 
 from dashboard import session
 from dashboard.components import overview as overview_ui
 from dashboard.components import sessions as sessions_ui
+from dashboard.components.common import chart
 from dashboard.state import ViewState
 
 __all__ = ["overview_body", "sessions_body"]
@@ -46,11 +47,10 @@ def overview_body(api: Any, view: ViewState) -> list[Any]:
         )
     return [
         html.Div(overview_ui.headline_tiles(both.current, both.previous), id="share-overview-tiles"),
-        dcc.Graph(
-            figure=overview_ui.series_figure(
+        chart(
+            overview_ui.series_figure(
                 series.current, series.previous, "users", bucket, time_zone=view.time_zone, ends=view.range_ends
             ),
-            config={"displayModeBar": False, "responsive": True},
             className="overview-chart",
         ),
         html.Div(panels, className="overview-panels"),

@@ -15,6 +15,7 @@ from dash import dcc, html
 from dashboard import ids
 from dashboard.components.common import (
     channel_label,
+    chart,
     data_table,
     empty_state,
     format_number,
@@ -129,9 +130,7 @@ def channel_chart(df: pd.DataFrame, goal_name: str = "") -> dcc.Graph:
         showlegend=False,
         bargap=0.35,
     )
-    return dcc.Graph(
-        id=ids.CHANNELS_CHART, figure=figure, config={"displayModeBar": False, "responsive": True}, className="chart"
-    )
+    return chart(figure, id=ids.CHANNELS_CHART, className="chart")
 
 
 def channel_table(df: pd.DataFrame) -> Any:

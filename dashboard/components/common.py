@@ -27,6 +27,7 @@ __all__ = [
     "bucket_ticks",
     "card",
     "channel_label",
+    "chart",
     "comparison_gap",
     "csv_button",
     "csv_download",
@@ -196,6 +197,19 @@ def bucket_ticks(starts: Sequence[datetime], bucket: str) -> dict[str, Any]:
     shown = list(starts[::-1][::step])[::-1]  # counted back from the last bucket, which always has its label
     text = [f"{s:%b} {s.day}" if bucket == "week" else f"{s:%b %Y}" for s in shown]
     return {"tickmode": "array", "tickvals": shown, "ticktext": text}
+
+
+def chart(figure: Any = None, *, height: int | None = None, **props: Any) -> dcc.Graph:
+    """A Plotly chart that follows the window's width at a fixed height: its figure's ``layout.height``, or
+    ``height`` for a chart whose figure a callback fills in.
+
+    A responsive graph without a height of its own fills its box's height, which is nothing: the box collapses to
+    0 px, and once the window changes size the chart is drawn over whatever follows it.
+    """
+    size = height or (figure.layout.height if figure is not None else None)
+    config: Any = {"displayModeBar": False, "responsive": True, **props.pop("config", {})}
+    style = ({"height": f"{size}px"} if size else {}) | props.pop("style", {})
+    return dcc.Graph(config=config, style=style, **({"figure": figure} if figure is not None else {}), **props)
 
 
 MIN_PREVIOUS_SESSIONS = 30

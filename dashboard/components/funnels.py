@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from dashboard import ids
-from dashboard.components.common import format_number, format_percent, value_of
+from dashboard.components.common import chart, format_number, format_percent, value_of
 
 __all__ = ["MAX_STEPS", "MIN_STEPS", "funnel_result", "step_rows", "steps_of"]
 
@@ -119,9 +119,7 @@ def funnel_result(series: Sequence[tuple[str, Sequence[Any]]]) -> html.Div:
         body.append(html.Tr(cells))
     return html.Div(
         [
-            dcc.Graph(
-                id=ids.FUNNEL_CHART, figure=_figure(series), config={"displayModeBar": False, "responsive": True}
-            ),
+            chart(_figure(series), id=ids.FUNNEL_CHART),
             html.Div(
                 html.Table([html.Thead(head), html.Tbody(body)], className="funnel-table", id=ids.FUNNEL_TABLE),
                 className="funnel-scroll",

@@ -18,6 +18,7 @@ from dashboard.components.common import (
     RangeEnds,
     bucket_ticks,
     channel_label,
+    chart,
     comparison_gap,
     format_change,
     format_duration,
@@ -49,6 +50,7 @@ HEADLINES = (
     ("session_duration", "Session duration", format_duration, True),
 )
 BUCKETS = ("hour", "day", "week", "month")
+SERIES_HEIGHT = 280  # px, the chart over time
 # Panel -> its tabs as (tab value = metric parameter, tab label).
 PANELS: dict[str, tuple[tuple[str, str], ...]] = {
     "Pages": (("pathname", "Top pages"), ("entry_page", "Entry pages"), ("exit_page", "Exit pages")),
@@ -207,7 +209,7 @@ def series_figure(
     fig.update_layout(
         # Week and month ticks label the last bucket, on the right edge: room for half its label.
         margin={"l": 40, "r": 36 if bucket in ("week", "month") else 10, "t": 10, "b": 30},
-        height=280,
+        height=SERIES_HEIGHT,
         showlegend=bool(previous),
         legend={"orientation": "h", "y": -0.2},
         paper_bgcolor="rgba(0,0,0,0)",
@@ -249,12 +251,7 @@ def country_map(rows: Sequence[Any], topojson_url: str) -> dcc.Graph:
     )
     fig.update_geos(showframe=False, showcoastlines=False, projection_type="natural earth", bgcolor="rgba(0,0,0,0)")
     fig.update_layout(height=220, margin={"l": 0, "r": 0, "t": 0, "b": 0}, paper_bgcolor="rgba(0,0,0,0)")
-    return dcc.Graph(
-        id=ids.OVERVIEW_MAP,
-        figure=fig,
-        config={"displayModeBar": False, "topojsonURL": topojson_url, "responsive": True},
-        className="overview-map",
-    )
+    return chart(fig, id=ids.OVERVIEW_MAP, config={"topojsonURL": topojson_url}, className="overview-map")
 
 
 def row_label(parameter: str, value: Any) -> str:

@@ -18,6 +18,7 @@ from dashboard.components import js_errors as comp
 from dashboard.components.common import (
     alert,
     card,
+    chart,
     csv_button,
     csv_download,
     empty_state,
@@ -338,10 +339,9 @@ def _detail(view: ViewState, auth: dict | None) -> Any:
                 [html.H3("Occurrences over time"), comp.bucket_selector(ids.ERRORS_BUCKET, bucket, view.days)],
                 className="errors-chart-head",
             ),
-            dcc.Graph(
+            chart(
+                comp.errors_time_figure(series, view.time_zone, bucket, ends=view.range_ends),
                 id=ids.ERRORS_CHART,
-                figure=comp.errors_time_figure(series, view.time_zone, bucket, ends=view.range_ends),
-                config={"displayModeBar": False, "responsive": True},
                 className="errors-chart",
             ),
             html.Div(

@@ -11,7 +11,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import overview as ui
-from dashboard.components.common import card, failure_mark, loading, page_header
+from dashboard.components.common import card, chart, failure_mark, loading, page_header
 from dashboard.components.frame import analytics_frame, page_gate
 from dashboard.loads import charted, shown
 from dashboard.state import ViewState
@@ -74,9 +74,9 @@ def layout(auth: dict | None = None, share: dict | None = None, browser_zone: st
             loading(ui.headline_tiles(), ids.OVERVIEW_TILES),
             dcc.Store(id=ids.OVERVIEW_SHOWN),
             card(
-                dcc.Graph(
+                chart(
+                    height=ui.SERIES_HEIGHT,
                     id=ids.OVERVIEW_CHART,
-                    config={"displayModeBar": False, "responsive": True},
                     className="overview-chart",
                     style={"width": "100%"},
                 ),

@@ -16,7 +16,7 @@ from dash.exceptions import PreventUpdate
 from dashboard import ids, readonly, session
 from dashboard.components import channels as channel_ui
 from dashboard.components import goals as goal_ui
-from dashboard.components.common import card, empty_state, error_view, invalid_link, loading
+from dashboard.components.common import card, chart, empty_state, error_view, invalid_link, loading
 from dashboard.components.frame import analytics_frame, overview_block, overview_strip, waiting_for_zone
 from dashboard.components.pager import SMALL_LINKS, link_pager
 from dashboard.state import ViewState, parse_view
@@ -204,9 +204,8 @@ def _errors(api: Any, view: ViewState) -> tuple[Any, list[str]]:
         )
         content += [
             error_ui.error_detail_header(chosen),
-            dcc.Graph(
-                figure=error_ui.errors_time_figure(series, view.time_zone, bucket, ends=view.range_ends),
-                config={"displayModeBar": False, "responsive": True},
+            chart(
+                error_ui.errors_time_figure(series, view.time_zone, bucket, ends=view.range_ends),
                 className="chart",
             ),
             error_ui.occurrences_list(events, view.time_zone),

@@ -14,7 +14,16 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import ids, session
 from dashboard.components import usage as comp
-from dashboard.components.common import card, csv_button, csv_download, empty_state, error_view, loading, page_header
+from dashboard.components.common import (
+    card,
+    chart,
+    csv_button,
+    csv_download,
+    empty_state,
+    error_view,
+    loading,
+    page_header,
+)
 from dashboard.components.frame import analytics_frame, page_gate
 from dashboard.loads import downloaded, shown
 from dashboard.state import ViewState
@@ -103,21 +112,17 @@ def _usage_body(rows: Any) -> list[Any]:
     totals = comp.usage_totals(frame)
     tiles = comp.usage_totals_grid(totals, item_id=lambda field: f"{ids.USAGE_TOTAL_PREFIX}-{field}")
     if totals["event_count"] == 0:
-        chart: Any = empty_state(
+        graph: Any = empty_state(
             "No events in this range",
             "Nothing was recorded for this organization's sites on these dates. Pick a wider range, or check that "
             "the tracking script is installed.",
         )
     else:
-        chart = dcc.Graph(
-            id=ids.USAGE_CHART,
-            figure=comp.usage_figure(frame),
-            config={"displayModeBar": False, "responsive": True},
-        )
+        graph = chart(comp.usage_figure(frame), id=ids.USAGE_CHART)
     days = len(frame)
     return [
         card(html.Div(tiles, id=ids.USAGE_TOTALS), title=f"Totals over {days} day{'' if days == 1 else 's'}"),
-        card(chart, title="Events per day"),
+        card(graph, title="Events per day"),
     ]
 
 

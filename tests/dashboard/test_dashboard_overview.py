@@ -200,3 +200,17 @@ def test_dash_overview004_weeks_cut_by_the_range_read_with_their_dates(dash_duo,
     dotted = [y for name, mode, y in chart["traces"] if not name and mode == "lines"]
     assert sorted(dotted) == [[2, 5], [6, 1]], chart
     screenshots(dash_duo, output_dir, "overview-cut-weeks")
+
+    # Narrowed to a phone's width, the chart redraws inside its card, which keeps the chart's height: a box of 0 px
+    # would leave the chart drawn over the panels below.
+    dash_duo.driver.set_window_size(390, dash_duo.driver.get_window_size()["height"])
+    WebDriverWait(dash_duo.driver, 15).until(lambda driver: driver.execute_script(CHART_IN_ITS_BOX))
+
+
+CHART_IN_ITS_BOX = """
+var box = document.querySelector('#overview-chart');
+var svg = box && box.querySelector('.main-svg');
+if (!svg || window.innerWidth > 390) { return false; }
+var outer = box.getBoundingClientRect(), drawn = svg.getBoundingClientRect();
+return outer.height >= 270 && drawn.bottom <= outer.bottom + 1 && Math.abs(drawn.width - outer.width) < 2;
+"""
