@@ -168,18 +168,18 @@ def series_figure(
             )
         )
     notes = (ends or RangeEnds()).notes(times, bucket)
-    # With one bucket there is no line to dot: its value is drawn as it is.
-    partial = [bool(note) and len(times) >= 2 for note in notes]
-    # The buckets between the partial ones at either end, drawn as one solid line.
-    whole = slice(1 if partial[:1] == [True] else 0, len(times) - 1 if partial[-1:] == [True] else len(times))
+    # With fewer than two buckets there is no line to dot: a value is drawn as it is.
+    cut = {index for index in (0, len(times) - 1) if len(times) >= 2 and notes[index]}
+    # The buckets between the cut ones at either end, drawn as one solid line.
+    whole = slice(1 if 0 in cut else 0, len(times) - 1 if len(times) - 1 in cut else len(times))
     mode = "lines+markers" if len(times) < 40 else "lines"
     line = {"color": "#4f6bed", "width": 2}
     fill = {"fill": "tozeroy", "fillcolor": "rgba(79,107,237,0.08)"}
     fig.add_trace(go.Scatter(x=times[whole], y=values[whole], name=label, mode=mode, line=line, **fill))
     for index, neighbours in ((len(times) - 1, slice(-2, None)), (0, slice(0, 2))):
-        if not partial[index]:
+        if index not in cut:
             continue
-        if index == len(times) - 1 or not (len(times) == 2 and partial[-1]):  # two partial buckets: one segment
+        if not (index == 0 and len(times) == 2 and 1 in cut):  # two cut buckets share one dotted segment
             fig.add_trace(
                 go.Scatter(
                     x=times[neighbours],

@@ -136,6 +136,12 @@ def test_components_overview_series_weeks_cut_by_the_range():
     ]
 
 
+def test_components_overview_series_without_buckets():
+    """An all-time range of a site with no events has no buckets: the chart is empty, not an error."""
+    figure = ui.series_figure([], [], "users", "week", ends=RangeEnds(ends_now=True))
+    assert [list(t.y) for t in figure.data] == [[]]
+
+
 def test_components_overview_series_on_the_zones_wall_clock():
     """The API gives each bucket's start as an instant: Tokyo's days start at 15:00 UTC the day before, and the
     chart places them on their own date, as do the previous period's dates on hover."""
