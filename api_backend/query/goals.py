@@ -235,10 +235,11 @@ def _mask_counts(goals: int, d: Dialect, sessions: str = "count(*)") -> str:
     ``sessions`` is the aggregate counting them: ``count(*)`` over one row per session, or a sum of a count
     column over rows that each stand for several sessions with the same masks (0, not NULL, over no rows).
     """
-    tests = [f"{d.bit_and(f'm{i // _MASK_BITS}', str(1 << (i % _MASK_BITS)))} <> 0" for i in range(goals)]
-    if sessions == "count(*)":
-        return "".join(f", count(*) FILTER (WHERE {test}) AS g{i}" for i, test in enumerate(tests))
-    return "".join(f", coalesce({sessions} FILTER (WHERE {test}), 0) AS g{i}" for i, test in enumerate(tests))
+    return "".join(
+        f", coalesce({sessions} FILTER (WHERE {d.bit_and(f'm{i // _MASK_BITS}', str(1 << (i % _MASK_BITS)))} <> 0), 0)"
+        f" AS g{i}"
+        for i in range(goals)
+    )
 
 
 def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
