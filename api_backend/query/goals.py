@@ -15,6 +15,7 @@ A session converts when at least one of its in-window events matches; it counts 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,8 +52,12 @@ __all__ = [
     "build_goal_sessions_query",
     "build_goals_query",
     "build_goals_rollup_query",
+    "build_goals_stored_query",
+    "goal_definition",
+    "goal_mask",
     "build_matching_values_query",
     "goal_condition",
+    "MASK_BITS",
     "path_pattern_regex",
     "value_pattern_regex",
 ]
@@ -203,30 +208,37 @@ def goal_condition(
     return f"(CASE WHEN {cheap} THEN {' AND '.join(costly)} ELSE false END)"
 
 
-_MASK_BITS = 62  # goals per BIGINT mask: bit values stay below 2**62, far from the sign bit
+MASK_BITS = 62  # goals per BIGINT mask: bit values stay below 2**62, far from the sign bit
+
+
+def goal_mask(goals: Sequence[tuple[int, GoalSpec]], d: Dialect, p: Params) -> str:
+    """A per-event BIGINT expression with bit ``b`` set for each ``(b, goal)`` of ``goals`` the event completes.
+
+    The event's type is tested once (one ``CASE`` branch per goal type) instead of once per goal, and a goal's bit
+    is a constant added when its tests hold, so the per-session flags become one ``bit_or``. Bits are below
+    ``MASK_BITS`` and distinct.
+    """
+    # One branch per goal type (goals of the same type share it: a CASE takes only its first true branch).
+    branches: dict[str, tuple[str, list[str]]] = {}
+    for bit, g in goals:
+        if g.goal_type not in branches:
+            branches[g.goal_type] = (_type_test(g.goal_type, p), [])
+        parts, costly = _goal_tests(g.goal_type, g.config, d, p)
+        value = f"CASE WHEN {' AND '.join(costly)} THEN {1 << bit} ELSE 0 END" if costly else str(1 << bit)
+        term = f"CASE WHEN {' AND '.join(parts)} THEN {value} ELSE 0 END" if parts else value
+        branches[g.goal_type][1].append(f"({term})")
+    if not branches:
+        return "0"
+    cases = " ".join(f"WHEN {test} THEN {' + '.join(terms)}" for test, terms in branches.values())
+    return f"CASE {cases} ELSE 0 END"
 
 
 def _goal_masks(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> list[str]:
-    """Per-event BIGINT expressions whose bit ``i % 62`` of mask ``i // 62`` is set when the event completes goal ``i``.
-
-    The event's type is tested once per mask (one ``CASE`` branch per goal type) instead of once per goal, and
-    a goal's bit is a constant added when its tests hold, so the per-session flags become one ``bit_or``.
-    """
-    masks = []
-    for first in range(0, len(goals), _MASK_BITS):
-        # One branch per goal type (goals of the same type share it: a CASE takes only its first true branch).
-        branches: dict[str, tuple[str, list[str]]] = {}
-        for offset, g in enumerate(goals[first : first + _MASK_BITS]):
-            if g.goal_type not in branches:
-                branches[g.goal_type] = (_type_test(g.goal_type, p), [])
-            parts, costly = _goal_tests(g.goal_type, g.config, d, p)
-            bit = 1 << offset
-            value = f"CASE WHEN {' AND '.join(costly)} THEN {bit} ELSE 0 END" if costly else str(bit)
-            term = f"CASE WHEN {' AND '.join(parts)} THEN {value} ELSE 0 END" if parts else value
-            branches[g.goal_type][1].append(f"({term})")
-        cases = " ".join(f"WHEN {test} THEN {' + '.join(terms)}" for test, terms in branches.values())
-        masks.append(f"CASE {cases} ELSE 0 END")
-    return masks
+    """Per-event masks (``goal_mask``) whose bit ``i % 62`` of mask ``i // 62`` is set when the event completes goal
+    ``i``."""
+    return [
+        goal_mask(list(enumerate(goals[first : first + MASK_BITS])), d, p) for first in range(0, len(goals), MASK_BITS)
+    ]
 
 
 def _mask_counts(goals: int, d: Dialect, sessions: str = "count(*)") -> str:
@@ -236,7 +248,7 @@ def _mask_counts(goals: int, d: Dialect, sessions: str = "count(*)") -> str:
     column over rows that each stand for several sessions with the same masks (0, not NULL, over no rows).
     """
     return "".join(
-        f", coalesce({sessions} FILTER (WHERE {d.bit_and(f'm{i // _MASK_BITS}', str(1 << (i % _MASK_BITS)))} <> 0), 0)"
+        f", coalesce({sessions} FILTER (WHERE {d.bit_and(f'm{i // MASK_BITS}', str(1 << (i % MASK_BITS)))} <> 0), 0)"
         f" AS g{i}"
         for i in range(goals)
     )
@@ -264,6 +276,47 @@ def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Qu
     sql = f"""{start}{d.cte("per", session_groups(scope, columns, d, p))},
 {d.cte("combos", combos)}
 SELECT coalesce(sum(n), 0) AS sessions{counts} FROM combos"""
+    return p.query(sql)
+
+
+def goal_definition(goal: GoalSpec) -> str:
+    """The text of what ``goal`` matches (its type and config, keys sorted): equal texts match the same events."""
+    return json.dumps([goal.goal_type, goal.config], sort_keys=True, separators=(",", ":"))
+
+
+def build_goals_stored_query(scope: Scope, goals: Sequence[GoalSpec], bits: Sequence[int], d: Dialect) -> Query:
+    """``build_goals_query`` reading each whole session's stored ``goal_mask``, where goal ``i`` is bit ``bits[i]``.
+
+    The store keeps, per session, the bits of the site's goals its events complete (``store/goal_bits.py``), so the
+    whole sessions of the window are counted per stored mask without reading an event; only the edge sessions are
+    grouped from their in-window events, as the event query groups every session. The row's ``stale_result`` is
+    true when the store's bits no longer stand for these goals (their ``goal_bits`` rows, read in the same
+    snapshot as the masks, differ): the counts are then wrong and the caller asks ``build_goals_query``. For the
+    DuckDB store on one site, where ``facts_answer`` holds.
+    """
+    if len(scope.site_ids) != 1 or not facts_answer(scope, d):
+        raise ValueError("stored goal masks answer one site's scope the sessions table answers")
+    p = Params()
+    site = p.add(scope.site_ids[0])
+    whole_counts = "".join(
+        f", coalesce(sum(n) FILTER (WHERE {d.bit_and('goal_mask', str(1 << bit))} <> 0), 0) AS g{i}"
+        for i, bit in enumerate(bits)
+    )
+    whole = f"SELECT goal_mask, count(*) AS n FROM ({whole_sessions(scope, 'goal_mask', d, p)}) AS w GROUP BY goal_mask"
+    masks = _goal_masks(goals, d, p)
+    edge = edge_sessions(scope, "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(masks)), d, p)
+    pairs = sorted({(bit, goal_definition(g)) for bit, g in zip(bits, goals, strict=True)})
+    listed = " OR ".join(f"(bit = {p.add(bit)} AND definition = {p.add(text)})" for bit, text in pairs) or "false"
+    current = f"SELECT count(*) <> {len(pairs)} AS stale FROM goal_bits WHERE site_id = {site} AND ({listed})"
+    totals = ", ".join(
+        ["w.sessions + e.sessions AS sessions", *(f"w.g{i} + e.g{i} AS g{i}" for i in range(len(goals)))]
+    )
+    sql = f"""WITH {d.cte("whole", whole)},
+{d.cte("edge", edge)}
+SELECT {totals}, r.stale AS stale_result
+FROM (SELECT coalesce(sum(n), 0) AS sessions{whole_counts} FROM whole) AS w,
+     (SELECT count(*) AS sessions{_mask_counts(len(goals), d)} FROM edge) AS e,
+     ({current}) AS r"""
     return p.query(sql)
 
 

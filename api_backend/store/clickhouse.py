@@ -32,6 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from api_backend.query.goals import GoalSpec
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, session_states_sql
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
 
@@ -338,6 +339,13 @@ class ClickHouseEventStore:
             "WHERE timestamp >= {since:DateTime64(3, 'UTC')} AND session_id != '' GROUP BY site_id, user_id",
             {"since": since},
         )
+
+    def stored_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> list[int] | None:
+        """None: reads on ClickHouse group events, so its sessions keep no goal bits."""
+        return None
+
+    def store_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> None:
+        """Nothing to keep (see ``stored_goal_bits``)."""
 
     def count(self, site_id: int | None = None) -> int:
         """Number of stored events (of one site, or all)."""

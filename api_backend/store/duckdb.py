@@ -18,8 +18,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from api_backend.query.goals import GoalSpec, goal_definition
 from api_backend.query.sql import Query
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
+from api_backend.store.goal_bits import GOAL_BITS_DDL, build_bit_fill, build_bits_dropped, plan_bits
 from api_backend.store.sessions import (
     ADDED_COLUMNS,
     SESSIONS_DDL,
@@ -116,6 +118,8 @@ class DuckDBEventStore:
         if path != ":memory:":
             _refuse_cut_short(self._con, path)
         self._write_lock = threading.Lock()
+        self._registering = threading.Lock()  # one registration of goal bits at a time
+        self._closed = False
         columns = ",\n  ".join(_column_sql(name, typ) for name, typ in EVENT_COLUMNS)
         self._con.execute(f"CREATE TABLE IF NOT EXISTS events (\n  {columns}\n)")
         # The newest event-log record whose rows this database holds (see ``store/eventlog.py``).
@@ -123,10 +127,25 @@ class DuckDBEventStore:
         if self._con.execute("SELECT count(*) FROM event_log_position").fetchone() == (0,):
             self._con.execute("INSERT INTO event_log_position VALUES (0)")
         self._con.execute(f"CREATE TABLE IF NOT EXISTS sessions_pending (\n  {columns}\n)")
+        masks_kept = "goal_mask" in self._session_columns()
         self._open_sessions()
+        self._con.execute(GOAL_BITS_DDL)
+        if not masks_kept:  # the masks were just added (all 0) or the table filled: no goal has a bit
+            self._con.execute("DELETE FROM goal_bits")
         self._pending_rows = int((self._con.execute("SELECT count(*) FROM sessions_pending").fetchone() or (0,))[0])
-        self._fold_incoming = build_sessions_upsert("incoming_batch")
-        self._fold_pending = [*build_sessions_upsert("sessions_pending"), Query("DELETE FROM sessions_pending")]
+        self._goal_bits: dict[int, list[tuple[int, str]]] = {}
+        for site_id, bit, definition in self._con.execute("SELECT * FROM goal_bits ORDER BY site_id, bit").fetchall():
+            self._goal_bits.setdefault(int(site_id), []).append((int(bit), str(definition)))
+        self._build_folds()
+
+    def _build_folds(self) -> None:
+        """The fold statements, setting the bits ``goal_bits`` registers (built again whenever it changes)."""
+        registry = {site: list(pairs) for site, pairs in self._goal_bits.items()}
+        self._fold_incoming = build_sessions_upsert("incoming_batch", registry)
+        self._fold_pending = [
+            *build_sessions_upsert("sessions_pending", registry),
+            Query("DELETE FROM sessions_pending"),
+        ]
 
     def _open_sessions(self) -> None:
         """Create the per-session facts table and the list of sessions a fold must search for in full; a database from
@@ -149,15 +168,19 @@ class DuckDBEventStore:
         ).fetchone() or (0,)
         return bool(count)
 
-    def _add_session_columns(self) -> None:
-        """A ``sessions`` table from an earlier version gets the columns added since, filled for every session."""
-        present = {
+    def _session_columns(self) -> set[str]:
+        """The columns of the ``sessions`` table (none when there is no table)."""
+        return {
             name
             for (name,) in self._con.execute(
                 "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
                 "AND schema_name = 'main' AND table_name = 'sessions'"
             ).fetchall()
         }
+
+    def _add_session_columns(self) -> None:
+        """A ``sessions`` table from an earlier version gets the columns added since, filled for every session."""
+        present = self._session_columns()
         if set(ADDED_COLUMNS) <= present:
             return
         (count,) = self._con.execute("SELECT count(*) FROM sessions").fetchone() or (0,)
@@ -290,11 +313,43 @@ class DuckDBEventStore:
                     Query("DELETE FROM sessions WHERE site_id = $site", site),
                     Query("DELETE FROM sessions_pending WHERE site_id = $site", site),
                     Query("DELETE FROM sessions_unbounded WHERE site_id = $site", site),
+                    Query("DELETE FROM goal_bits WHERE site_id = $site", site),
                 ]
             )
+            if self._goal_bits.pop(site_id, None):
+                self._build_folds()
             (pending,) = self._con.execute("SELECT count(*) FROM sessions_pending").fetchone() or (0,)
             self._pending_rows = int(pending)
         return int(count)
+
+    def stored_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> list[int] | None:
+        """Each goal's bit of the sessions' ``goal_mask`` when every one of ``goals`` has one, else None."""
+        with self._write_lock:
+            bits = {text: bit for bit, text in self._goal_bits.get(site_id, ())}
+        found = [bits.get(goal_definition(goal)) for goal in goals]
+        return None if any(bit is None for bit in found) else [bit for bit in found if bit is not None]
+
+    def store_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> None:
+        """Give the goals of ``site_id`` (all of them, in the order they should get the bits) bits of ``goal_mask``.
+
+        Each new definition is registered in a transaction of its own, which reads all of the site's events matching
+        it, under the write lock: appends wait meanwhile (``store/goal_bits.py``).
+        """
+        with self._registering:
+            with self._write_lock:
+                plan = plan_bits(self._goal_bits.get(site_id, ()), goals)
+                if plan.dropped:
+                    self._in_one_transaction([build_bits_dropped(site_id, plan.dropped)])
+                    kept = [pair for pair in self._goal_bits.get(site_id, ()) if pair[0] not in plan.dropped]
+                    self._goal_bits[site_id] = kept
+                    self._build_folds()
+            for bit, definition in plan.added:
+                with self._write_lock:
+                    if self._closed:  # the server is stopping: a later open registers the rest
+                        return
+                    self._in_one_transaction(build_bit_fill(site_id, bit, definition))
+                    self._goal_bits[site_id] = sorted([*self._goal_bits.get(site_id, ()), (bit, definition)])
+                    self._build_folds()
 
     def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:
         """The newest session of each visitor seen since ``since`` (recovers live sessions after a restart)."""
@@ -318,3 +373,4 @@ class DuckDBEventStore:
             except duckdb.Error:
                 pass
             self._con.close()
+            self._closed = True

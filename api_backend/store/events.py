@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from api_backend.query.goals import GoalSpec
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -151,6 +154,15 @@ class EventStore(Protocol):
 
     def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:
         """``(site_id, user_id, session_id, last_timestamp)`` of each visitor active since ``since``."""
+        ...
+
+    def stored_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> list[int] | None:
+        """Each goal's bit of the stored sessions' ``goal_mask`` when the store keeps one for every goal, else None
+        (``store/goal_bits.py``; only the DuckDB store keeps them)."""
+        ...
+
+    def store_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> None:
+        """Keep the bits of the site's ``goals`` (all of them) in its sessions, where the store can; may take long."""
         ...
 
     def close(self) -> None:

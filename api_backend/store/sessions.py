@@ -17,6 +17,8 @@ two partial rows of the same session can be combined into (a later batch may bri
   (``<name>_at``), exactly what a session-level filter compares (``filters.session_value``);
 - ``pathnames``: the distinct paths of its pageviews (the pages it counts in by pathname, the path goals it
   reached);
+- ``goal_mask``: a bit per goal of the site the session completed (``store/goal_bits.py``): the fold's registry of
+  goals sets them, a ``bit_or`` like the lists;
 - ``session_key``: 64 bits of the id's MD5 (stable across engine versions, unlike ``hash``), the narrow column a
   batch finds its stored sessions by; the id itself is compared only where the key matches.
 
@@ -38,7 +40,7 @@ batch's sessions are matched on ``(site_id, session_id)``, the stored ones updat
 (``build_sessions_upsert``). (No primary key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times
 slower, see ``bench/analysis.md``.)
 ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``), without
-``session_key`` and ``pathnames``: only DuckDB's reads use them.
+``session_key``, ``pathnames`` and ``goal_mask``: only DuckDB's reads use them.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from datetime import datetime, timedelta
 from api_backend.query.dialect import DUCKDB
 from api_backend.query.facts import FIRST_SET_PARAMETERS, PATHNAMES, session_aggregates
 from api_backend.query.sql import Params, Query
+from api_backend.store.goal_bits import Registry, fold_mask
 
 __all__ = [
     "ADDED_COLUMNS",
@@ -64,7 +67,8 @@ __all__ = [
 
 # Added columns computed from the row's own columns, with their types: added in place when they are all a table
 # lacks (see ``build_sessions_upgrade``).
-_DERIVED_COLUMNS = {"user_number": "UBIGINT", "user_text": "VARCHAR", "users_count": "INTEGER"}
+# ``goal_mask`` is 0 in every session when added: no goal has a bit then (``store/goal_bits.py``).
+_DERIVED_COLUMNS = {"user_number": "UBIGINT", "user_text": "VARCHAR", "users_count": "INTEGER", "goal_mask": "BIGINT"}
 _FIRST_SET_COLUMNS = "".join(f",\n  {name} VARCHAR NOT NULL, {name}_at TIMESTAMP" for name in FIRST_SET_PARAMETERS)
 _COLUMNS = f"""(
   site_id INTEGER NOT NULL,
@@ -125,14 +129,21 @@ def _user_forms(row: str) -> dict[str, str]:
     }
 
 
-def _grouped(source: str, p: Params) -> str:
+def _added_forms(row: str) -> dict[str, str]:
+    """The derived columns of the row ``row`` as an upgrade fills them (``goal_mask`` 0: no goal has a bit yet)."""
+    return _user_forms(row) | {"goal_mask": "0"}
+
+
+def _grouped(source: str, p: Params, registry: Registry | None = None) -> str:
+    """The sessions of ``source`` in the table's columns, with the bits of ``registry``'s goals they complete."""
     select = ",\n  ".join(f"{agg} AS {name}" for name, agg in session_aggregates(DUCKDB, p))
+    mask = DUCKDB.bit_or(fold_mask(registry or {}, p))
     grouped = (
-        f"SELECT site_id, session_id,\n  {select},\n  {SESSION_KEY} AS session_key,\n  {PATHNAMES} AS pathnames\n"
-        f"FROM {source} GROUP BY site_id, session_id"
+        f"SELECT site_id, session_id,\n  {select},\n  {SESSION_KEY} AS session_key,\n  {PATHNAMES} AS pathnames,\n"
+        f"  {mask} AS goal_mask\nFROM {source} GROUP BY site_id, session_id"
     )
     forms = ", ".join(f"{form} AS {name}" for name, form in _user_forms("g").items())
-    return f"SELECT *, {forms} FROM ({grouped}) AS g"
+    return f"SELECT * EXCLUDE (goal_mask), {forms}, goal_mask FROM ({grouped}) AS g"
 
 
 def _earlier(value: str, at: str) -> list[str]:
@@ -150,8 +161,10 @@ def _later(value: str, at: str, *derived: str) -> list[str]:
     return [f"{name} = CASE WHEN {take} THEN b.{name} ELSE sessions.{name} END" for name in (value, *derived, at)]
 
 
-def build_sessions_upsert(source: str) -> list[Query]:
+def build_sessions_upsert(source: str, registry: Registry | None = None) -> list[Query]:
     """Statements folding the events of the relation ``source`` into ``sessions`` (DuckDB), run in one transaction.
+
+    A session's ``goal_mask`` gains the bits of the goals of ``registry`` (``store/goal_bits.py``) its events complete.
 
     The batch's sessions are grouped once (``session_batch``); a join on ``session_key`` alone finds the candidate
     rows among those with ``first_seen`` from the batch's time bound on (``sitelens_fold_since``, NULL to search
@@ -172,6 +185,7 @@ def build_sessions_upsert(source: str) -> list[Query]:
         "users = list_distinct(list_concat(sessions.users, b.users))",
         "users_count = len(list_distinct(list_concat(sessions.users, b.users)))",
         "pathnames = list_distinct(list_concat(sessions.pathnames, b.pathnames))",
+        "goal_mask = sessions.goal_mask | b.goal_mask",
         *_earlier("entry_page", "entry_at"),
         *_later("exit_page", "exit_at"),
         *_earlier("channel", "channel_key"),
@@ -182,7 +196,7 @@ def build_sessions_upsert(source: str) -> list[Query]:
     listed = "SELECT 1 FROM sessions_unbounded AS u WHERE u.site_id = b.site_id AND u.session_id = b.session_id"
     slack = {"slack": OPENED_SLACK}
     return [
-        p.query(f"CREATE OR REPLACE TEMP TABLE session_batch AS {_grouped(source, p)}"),
+        p.query(f"CREATE OR REPLACE TEMP TABLE session_batch AS {_grouped(source, p, registry)}"),
         Query(
             "SET VARIABLE sitelens_fold_since = (SELECT CASE WHEN bool_or(opened IS NULL OR listed OR first_seen < "
             f"opened - $slack) THEN NULL ELSE min(opened) - $slack END FROM (SELECT b.first_seen, "
@@ -224,7 +238,7 @@ def build_sessions_upsert(source: str) -> list[Query]:
 
 # Columns added after the table first shipped, in the table's order: a table from an earlier version may lack them
 # (``build_sessions_upgrade`` adds them).
-ADDED_COLUMNS = ("session_key", "pathnames", "user_number", "user_text", "users_count")
+ADDED_COLUMNS = ("session_key", "pathnames", "user_number", "user_text", "users_count", "goal_mask")
 
 
 def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> list[Query]:
@@ -245,13 +259,13 @@ def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> lis
     missing = [name for name in ADDED_COLUMNS if name not in present]
     last = ADDED_COLUMNS[len(ADDED_COLUMNS) - len(missing) :]
     if missing and set(missing) <= set(_DERIVED_COLUMNS) and tuple(missing) == last:
-        forms = _user_forms("sessions")
+        forms = _added_forms("sessions")
         added = [Query(f"ALTER TABLE sessions ADD COLUMN {name} {_DERIVED_COLUMNS[name]}") for name in missing]
         fill = ", ".join(f"{name} = {forms[name]}" for name in missing)
         return [*added, Query(f"UPDATE sessions SET {fill}")]
     columns = [f"sessions.{name}" for name in _column_names() if name not in ADDED_COLUMNS]
     fills = {"session_key": SESSION_KEY, "pathnames": "coalesce(stored.pathnames, CAST([] AS VARCHAR[]))"}
-    fills |= _user_forms("sessions")
+    fills |= _added_forms("sessions")
     columns += [f"sessions.{name}" if name in present else f"{fills[name]} AS {name}" for name in ADDED_COLUMNS]
     statements = [Query(f"CREATE TABLE sessions_upgraded {_COLUMNS}")]
     edges: list[datetime | None] = [None, *bounds, None]

@@ -31,6 +31,7 @@ from typing import Any, TypeAlias
 
 import pyarrow as pa
 
+from api_backend.query.goals import GoalSpec
 from api_backend.store.eventlog import EventLog, LogUnavailableError
 from api_backend.store.events import EventStore, rows_to_table
 
@@ -353,6 +354,15 @@ class VisibleEventStore:
         """The newest session of each visitor seen since ``since``."""
         self._writer.wait_visible()
         return self._store.latest_sessions(since)
+
+    def stored_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> list[int] | None:
+        """The goals' bits of the stored sessions' masks, when the store keeps them (no wait: a read checks them)."""
+        return self._store.stored_goal_bits(site_id, goals)
+
+    def store_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> None:
+        """Keep the bits of the site's goals in its sessions, the acknowledged events' ones included."""
+        self._writer.wait_visible()
+        self._store.store_goal_bits(site_id, goals)
 
     def count(self, site_id: int | None = None) -> int:
         """Number of stored events (of one site, or all), acknowledged ones included."""

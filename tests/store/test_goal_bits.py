@@ -1,0 +1,170 @@
+"""Goal bits kept in the ``sessions`` table: the goals list read from them equals the event grouping on randomized
+data, windows and filters, through goals registered, changed and dropped while events keep arriving in any order."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from api_backend.query.dialect import DUCKDB
+from api_backend.query.goals import MASK_BITS, GoalSpec, build_goals_query, build_goals_stored_query
+from api_backend.query.scope import Scope
+from api_backend.query.window import Window
+from api_backend.store import duckdb as duckdb_module
+from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.events import rows_to_table
+from api_backend.store.goal_bits import plan_bits
+from tests.store.test_session_facts import START, append_shuffled, random_events, random_scope, run
+
+GOALS = [
+    GoalSpec(1, "path", {"pathPattern": "/pricing"}),
+    GoalSpec(2, "path", {"pathPattern": "/blog/*"}),
+    GoalSpec(3, "path", {"pathPattern": "/blog**"}),
+    GoalSpec(4, "event", {"eventName": "signup"}),
+    GoalSpec(5, "event", {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}),
+]
+# What the goals become later: one edited (another pattern), one deleted, one added, one the same as another.
+LATER_GOALS = [
+    GoalSpec(1, "path", {"pathPattern": "/pricing"}),
+    GoalSpec(2, "path", {"pathPattern": "/*/a"}),
+    GoalSpec(4, "event", {"eventName": "signup"}),
+    GoalSpec(5, "event", {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}),
+    GoalSpec(6, "path", {"pathPattern": "/docs"}),
+    GoalSpec(7, "path", {"pathPattern": "/docs"}),
+]
+
+
+def stored_counts(store: DuckDBEventStore, scope: Scope, goals: list[GoalSpec]) -> dict[str, Any]:
+    bits = store.stored_goal_bits(scope.site_ids[0], goals)
+    assert bits is not None
+    query = build_goals_stored_query(scope, goals, bits, DUCKDB)
+    assert "goal_mask" in query.sql and "FROM sessions" in query.sql
+    (row,) = run(store, query)
+    assert row.pop("stale_result") is False
+    return row
+
+
+def event_counts(store: DuckDBEventStore, scope: Scope, goals: list[GoalSpec]) -> dict[str, Any]:
+    query = build_goals_query(scope, goals, DUCKDB)
+    assert "goal_mask" not in query.sql
+    (row,) = run(store, query)
+    return row
+
+
+@pytest.fixture(scope="module")
+def registered() -> DuckDBEventStore:
+    """Goals registered after part of the events, changed after more, and more events after that."""
+    rng = random.Random(20261127)
+    rows = random_events(rng, 1500)
+    rng.shuffle(rows)
+    store = DuckDBEventStore(":memory:")
+    first, second = len(rows) // 3, 2 * len(rows) // 3
+    with pytest.MonkeyPatch.context() as patch:  # fold often, so stored sessions are continued by later batches
+        patch.setattr(duckdb_module, "FOLD_ROWS", 100)
+        append_shuffled(store, rows[:first], rng)
+        for site in (1, 2, 3):
+            store.store_goal_bits(site, GOALS)
+        append_shuffled(store, rows[first:second], rng)
+        for site in (1, 2, 3):
+            store.store_goal_bits(site, LATER_GOALS)
+        append_shuffled(store, rows[second:], rng)
+    return store
+
+
+def test_goalbits001_changed_goals_take_free_bits_and_given_up_bits_are_reused(registered):
+    bits = registered.stored_goal_bits(1, LATER_GOALS)
+    # /blog/* gave up bit 1 and /blog** bit 2; /*/a took bit 1 and /docs bit 2 (both goals share it).
+    assert bits == [0, 1, 3, 4, 2, 2]
+    assert registered.stored_goal_bits(1, GOALS) is None  # /blog/* has no bit any more
+    assert registered.query("SELECT count(*) FROM goal_bits") == [(15,)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_goalbits002_the_goals_list_from_stored_bits_equals_the_event_grouping(registered, seed):
+    rng = random.Random(6000 + seed)
+    scope = random_scope(rng, seed)
+    scope = Scope(scope.site_ids[:1], scope.window, scope.filters)
+    goals = rng.sample(LATER_GOALS, rng.randrange(1, len(LATER_GOALS) + 1))
+    assert stored_counts(registered, scope, goals) == event_counts(registered, scope, goals), (scope, goals)
+
+
+def test_goalbits003_a_read_whose_bits_changed_meanwhile_says_its_result_is_stale():
+    store = DuckDBEventStore(":memory:")
+    store.append(rows_to_table(random_events(random.Random(3), 200)))
+    store.store_goal_bits(1, GOALS)
+    scope = Scope((1,), Window(None, None, "UTC"))
+    bits = store.stored_goal_bits(1, GOALS)
+    assert bits is not None
+    query = build_goals_stored_query(scope, GOALS, bits, DUCKDB)
+    assert run(store, query)[0]["stale_result"] is False
+    store.store_goal_bits(1, LATER_GOALS)  # /blog/* gives up its bit, and /*/a takes it
+    assert run(store, query)[0]["stale_result"] is True
+    store.close()
+
+
+def test_goalbits004_a_site_with_more_goals_than_bits_keeps_the_first_ones():
+    store = DuckDBEventStore(":memory:")
+    rows = random_events(random.Random(4), 200)
+    store.append(rows_to_table(rows))
+    goals = [GoalSpec(n, "path", {"pathPattern": f"/page-{n}"}) for n in range(MASK_BITS + 3)]
+    goals[5] = GoalSpec(5, "path", {"pathPattern": "/blog/*"})
+    store.store_goal_bits(1, goals)
+    assert store.stored_goal_bits(1, goals[:MASK_BITS]) == list(range(MASK_BITS))
+    assert store.stored_goal_bits(1, goals[MASK_BITS - 1 : MASK_BITS + 1]) is None
+    scope = Scope((1,), Window(None, None, "UTC"))
+    assert stored_counts(store, scope, goals[:10]) == event_counts(store, scope, goals[:10])
+    store.close()
+
+
+def test_goalbits005_bits_outlive_a_restart_and_a_table_without_masks_forgets_them(tmp_path):
+    rng = random.Random(5)
+    rows = random_events(rng, 400)
+    path = tmp_path / "events.duckdb"
+    store = DuckDBEventStore(path)
+    store.append(rows_to_table(rows[:600]))
+    store.store_goal_bits(1, GOALS)
+    store.close()
+
+    reopened = DuckDBEventStore(path)
+    assert reopened.stored_goal_bits(1, GOALS) == [0, 1, 2, 3, 4]
+    reopened.append(rows_to_table(rows[600:]))  # folded with the registered goals' bits
+    scope = Scope((1,), Window(START, None, "UTC", mode="datetime"))
+    assert stored_counts(reopened, scope, GOALS) == event_counts(reopened, scope, GOALS)
+    # A version before the masks: the column is missing (and a stale list of bits must not be believed).
+    reopened._con.execute("ALTER TABLE sessions DROP COLUMN goal_mask")
+    reopened.close()
+
+    upgraded = DuckDBEventStore(path)
+    assert upgraded.stored_goal_bits(1, GOALS) is None
+    assert upgraded.query("SELECT count(*) FROM goal_bits") == [(0,)]
+    assert upgraded.query("SELECT count(*) FROM sessions WHERE goal_mask <> 0") == [(0,)]
+    upgraded.store_goal_bits(1, GOALS)
+    assert stored_counts(upgraded, scope, GOALS) == event_counts(upgraded, scope, GOALS)
+    upgraded.close()
+
+
+def test_goalbits006_deleting_a_site_forgets_its_bits_and_folds_stop_setting_them():
+    store = DuckDBEventStore(":memory:")
+    rows = random_events(random.Random(6), 300)
+    store.append(rows_to_table(rows))
+    store.store_goal_bits(1, GOALS)
+    store.store_goal_bits(2, GOALS)
+    store.delete_site(1)
+    assert store.stored_goal_bits(1, GOALS) is None
+    assert store.stored_goal_bits(2, GOALS) == [0, 1, 2, 3, 4]
+    store.append(rows_to_table([r for r in rows if r["site_id"] == 1]))  # a new site given the id
+    assert store.query("SELECT count(*) FROM sessions WHERE site_id = 1 AND goal_mask <> 0") == [(0,)]
+    store.close()
+
+
+def test_goalbits007_plans_keep_registered_bits_and_take_the_lowest_free_ones():
+    pricing, docs, blog = (GoalSpec(n, "path", {"pathPattern": p}) for n, p in enumerate(["/pricing", "/docs", "/b"]))
+    first = plan_bits([], [pricing, docs, pricing])
+    assert first.dropped == () and [bit for bit, _ in first.added] == [0, 1]
+    registered = list(first.added)
+    again = plan_bits(registered, [docs, pricing])
+    assert again.dropped == () and again.added == ()
+    changed = plan_bits(registered, [docs, blog])
+    assert changed.dropped == (0,) and [bit for bit, _ in changed.added] == [0]
