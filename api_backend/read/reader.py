@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from api_backend.errors import InvalidRequestError, ServiceUnavailableError
 from api_backend.query.dialect import Dialect, dialect_named
-from api_backend.query.goals import GoalSpec, build_goals_query
+from api_backend.query.facts import facts_answer
+from api_backend.query.goals import GoalSpec, build_goals_query, build_goals_stored_query
 from api_backend.query.scope import Scope
 from api_backend.query.sql import Query
 from api_backend.read.results import ResultCache
@@ -23,6 +26,8 @@ TOO_LARGE = (
 
 Rows = list[dict[str, Any]]
 
+log = logging.getLogger(__name__)
+
 
 class EventReader:
     """Reads events for the API: ``rows(build_x(..., reader.dialect), scope)``.
@@ -36,6 +41,8 @@ class EventReader:
         self.dialect: Dialect = dialect_named(store.dialect)
         self.results = ResultCache(self.dialect)
         self.rollups = GoalsRollupCache()
+        self._registering: set[int] = set()  # sites whose goal bits are being stored
+        self._registering_lock = threading.Lock()
 
     def rows(self, query: Query, scope: Scope | None = None) -> Rows:
         """Every row of ``query`` as a dict; with ``scope`` (the sites and window it reads) through the result cache.
@@ -47,12 +54,60 @@ class EventReader:
             return self._run(query)
         return self.results.run(query, scope.site_ids, scope.window, self._run)
 
-    def goals_counts(self, scope: Scope, goals: Sequence[GoalSpec]) -> Mapping[str, int]:
-        """The goals list row (``sessions``, ``g0``, ...): from a per-value rollup when one fits, else queried."""
+    def goals_counts(
+        self, scope: Scope, goals: Sequence[GoalSpec], site_goals: Callable[[], Sequence[GoalSpec]] | None = None
+    ) -> Mapping[str, int]:
+        """The goals list row (``sessions``, ``g0``, ...): from a per-value rollup when one fits, else from the
+        sessions' stored goal bits when the store keeps them for ``goals``, else grouped from the events.
+
+        ``site_goals`` gives every goal of the site: when a goal has no stored bit yet, the store is asked in the
+        background to keep those (``store/goal_bits.py``), and this read groups the events.
+        """
         row = goals_counts_from_rollup(self.rollups, scope, goals, self._run, self.dialect)
+        if row is None:
+            row = self._stored_goals_counts(scope, goals, site_goals)
         if row is None:
             row = self.rows(build_goals_query(scope, goals, self.dialect), scope)[0]
         return row
+
+    def _stored_goals_counts(
+        self, scope: Scope, goals: Sequence[GoalSpec], site_goals: Callable[[], Sequence[GoalSpec]] | None
+    ) -> dict[str, Any] | None:
+        if len(scope.site_ids) != 1 or not facts_answer(scope, self.dialect):
+            return None
+        (site_id,) = scope.site_ids
+        bits = self._store.stored_goal_bits(site_id, goals)
+        if bits is None:
+            if site_goals is not None:
+                self.store_goal_bits_soon(site_id, site_goals)
+            return None
+        row = self.rows(build_goals_stored_query(scope, goals, bits, self.dialect), scope)[0]
+        if row.pop("stale_result"):  # a goal changed since the bits were looked up
+            return None
+        return row
+
+    def store_goal_bits_soon(self, site_id: int, site_goals: Callable[[], Sequence[GoalSpec]]) -> None:
+        """Have the store keep the bits of the site's goals, in a thread of its own (one per site at a time)."""
+        with self._registering_lock:
+            if site_id in self._registering:
+                return
+            self._registering.add(site_id)
+
+        def register() -> None:
+            try:
+                self._store.store_goal_bits(site_id, site_goals())
+            except Exception:  # reads keep grouping the events; a later read asks again
+                log.exception("storing the goal bits of site %d failed", site_id)
+            finally:
+                with self._registering_lock:
+                    self._registering.discard(site_id)
+
+        threading.Thread(target=register, name=f"goal-bits-{site_id}", daemon=True).start()
+
+    def storing_goal_bits(self) -> bool:
+        """Whether a site's goal bits are being stored now."""
+        with self._registering_lock:
+            return bool(self._registering)
 
     def forget(self) -> None:
         """Drop every cached result: after a site's deletion its id may be given to a new site with equal counts."""

@@ -109,7 +109,10 @@ class ResultCache:
         self, dialect: Dialect, ttl: float = TTL_SECONDS, max_entries: int = MAX_ENTRIES, max_rows: int = MAX_ROWS
     ) -> None:
         self._dialect = dialect
-        self._results: SharedResults[Rows] = SharedResults(ttl, max_entries, keep=lambda rows: len(rows) <= max_rows)
+        # A result whose first row says ``stale_result`` answered from facts that had changed: never kept.
+        self._results: SharedResults[Rows] = SharedResults(
+            ttl, max_entries, keep=lambda rows: len(rows) <= max_rows and not (rows and rows[0].get("stale_result"))
+        )
 
     def __len__(self) -> int:
         return len(self._results)

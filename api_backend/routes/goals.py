@@ -89,7 +89,9 @@ def list_goals(
     if not goals:
         return {"data": [], "meta": meta}
     # Filtered on one session-level parameter (the channel recipe), the reader sums a cached per-value rollup.
-    row = services.reader.goals_counts(scope, [_spec(g) for g in goals])
+    row = services.reader.goals_counts(
+        scope, [_spec(g) for g in goals], lambda: [_spec(g) for g in services.metadata.all_goals(site_id)]
+    )
     sessions = int(row["sessions"])
     conversions: dict[int, int] = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
     return {"data": [goal_json(g, conversions, sessions) for g in goals], "meta": meta}

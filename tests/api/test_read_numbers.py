@@ -14,10 +14,11 @@ from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
 from api_backend.query.dialect import Dialect
+from api_backend.query.goals import GoalSpec
 from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.events import rows_to_table
-from tests.support import Account, make_account, make_site, store_options, truth
+from tests.support import Account, make_account, make_site, store_options, truth, wait_until
 
 
 @dataclass
@@ -266,6 +267,60 @@ def test_read007b_more_goals_than_one_mask_holds_match_pandas(world: World) -> N
     # Goals 62 and up (the second mask) convert sessions, and not the same as the goal 62 places before them.
     later = [by_id[goal_id]["total_conversions"] for goal_id in ids[62:]]
     assert all(later) and later != [by_id[goal_id]["total_conversions"] for goal_id in ids[:8]]
+
+
+def test_read007c_goals_from_stored_goal_bits_match_pandas_and_an_edited_goal_is_read_again(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first goals list asks the DuckDB store to keep each session's goal bits; once kept, the list reads them
+    (no event of a whole session) with the same numbers. An edited goal is counted from the events until its new bit
+    is kept. The ClickHouse store keeps none and always groups the events."""
+    site = make_site(world.services, world.owner, "goal-bits.example")
+    rows = truth.generate_events(site.site_id, sessions=150, seed=31)
+    world.services.events.append(rows_to_table(rows))
+    headers, goals_path = world.owner.headers, f"/api/sites/{site.site_id}/goals"
+    ids = []
+    for goal in GOALS:
+        response = world.client.post(goals_path, json=goal, headers=headers)
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["goalId"])
+    ran: list[str] = []
+    reader = world.services.reader
+    run = reader._run
+    monkeypatch.setattr(reader, "_run", lambda query: ran.append(query.sql) or run(query))
+    in_range = truth.window_rows(truth.frame(rows), WINDOW_START, WINDOW_END)
+
+    def read(goals: list[dict[str, Any]], *, stored: bool) -> None:
+        ran.clear()
+        response = world.client.get(goals_path, params={"limit": "100", **WINDOW}, headers=headers)
+        assert response.status_code == 200, response.text
+        by_id = {g["goalId"]: g for g in response.json()["data"]}
+        for goal_id, goal in zip(ids, goals, strict=True):
+            expected = truth.expected_goal(in_range, goal)[:2]
+            assert (by_id[goal_id]["total_sessions"], by_id[goal_id]["total_conversions"]) == expected, goal
+        assert any("goal_mask" in sql for sql in ran) == stored
+
+    def kept() -> bool:
+        specs = [
+            GoalSpec(g.goal_id, g.goal_type, g.config or {}) for g in world.services.metadata.all_goals(site.site_id)
+        ]
+        return (
+            not reader.storing_goal_bits() and world.services.events.stored_goal_bits(site.site_id, specs) is not None
+        )
+
+    duckdb = world.services.events.dialect == "duckdb"
+    read(GOALS, stored=False)
+    if duckdb:
+        wait_until(kept, message="the goal bits were not kept")
+    read(GOALS, stored=duckdb)
+    edited = [*GOALS]
+    edited[0] = {"name": "Pricing", "goalType": "path", "config": {"pathPattern": "/pricing"}}
+    response = world.client.put(f"{goals_path}/{ids[0]}", json=edited[0], headers=headers)
+    assert response.status_code == 200, response.text
+    read(edited, stored=False)
+    if duckdb:
+        wait_until(kept, message="the edited goal's bit was not kept")
+    read(edited, stored=duckdb)
 
 
 def test_read008_goals_sort_and_pages(world: World, goal_ids: list[int]) -> None:
