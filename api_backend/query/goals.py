@@ -290,8 +290,8 @@ def build_goals_stored_query(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
     The store keeps, per session, the bits of the site's goals its events complete (``store/goal_bits.py``), so the
     whole sessions of the window are counted per stored mask without reading an event; only the edge sessions are
     grouped from their in-window events, as the event query groups every session. The row's ``stale_result`` is
-    true when the store's bits no longer stand for these goals (their ``goal_bits`` rows, read in the same
-    snapshot as the masks, differ): the counts are then wrong and the caller asks ``build_goals_query``. For the
+    true when the store's bits no longer stand for these goals (their ready ``goal_bits`` rows, read in the
+    same snapshot as the masks, differ): the counts are then wrong and the caller asks ``build_goals_query``. For the
     DuckDB store on one site, where ``facts_answer`` holds.
     """
     if len(scope.site_ids) != 1 or not facts_answer(scope, d):
@@ -307,7 +307,7 @@ def build_goals_stored_query(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
     edge = edge_sessions(scope, "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(masks)), d, p)
     pairs = sorted({(bit, goal_definition(g)) for bit, g in zip(bits, goals, strict=True)})
     listed = " OR ".join(f"(bit = {p.add(bit)} AND definition = {p.add(text)})" for bit, text in pairs) or "false"
-    current = f"SELECT count(*) <> {len(pairs)} AS stale FROM goal_bits WHERE site_id = {site} AND ({listed})"
+    current = f"SELECT count(*) <> {len(pairs)} AS stale FROM goal_bits WHERE site_id = {site} AND ready AND ({listed})"
     totals = ", ".join(
         ["w.sessions + e.sessions AS sessions", *(f"w.g{i} + e.g{i} AS g{i}" for i in range(len(goals)))]
     )

@@ -21,7 +21,15 @@ import pyarrow as pa
 from api_backend.query.goals import GoalSpec, goal_definition
 from api_backend.query.sql import Query
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
-from api_backend.store.goal_bits import GOAL_BITS_DDL, build_bit_fill, build_bits_dropped, plan_bits
+from api_backend.store.goal_bits import (
+    GOAL_BITS_DDL,
+    build_bit_fill,
+    build_bit_ready,
+    build_bit_register,
+    build_bits_dropped,
+    fill_slices,
+    plan_bits,
+)
 from api_backend.store.sessions import (
     ADDED_COLUMNS,
     SESSIONS_DDL,
@@ -133,14 +141,15 @@ class DuckDBEventStore:
         if not masks_kept:  # the masks were just added (all 0) or the table filled: no goal has a bit
             self._con.execute("DELETE FROM goal_bits")
         self._pending_rows = int((self._con.execute("SELECT count(*) FROM sessions_pending").fetchone() or (0,))[0])
-        self._goal_bits: dict[int, list[tuple[int, str]]] = {}
-        for site_id, bit, definition in self._con.execute("SELECT * FROM goal_bits ORDER BY site_id, bit").fetchall():
-            self._goal_bits.setdefault(int(site_id), []).append((int(bit), str(definition)))
+        # Per site, ``(bit, definition, ready)`` as in ``goal_bits``; each list is replaced, never changed in place.
+        self._goal_bits: dict[int, list[tuple[int, str, bool]]] = {}
+        for site_id, bit, text, ready in self._con.execute("SELECT * FROM goal_bits ORDER BY site_id, bit").fetchall():
+            self._goal_bits.setdefault(int(site_id), []).append((int(bit), str(text), bool(ready)))
         self._build_folds()
 
     def _build_folds(self) -> None:
-        """The fold statements, setting the bits ``goal_bits`` registers (built again whenever it changes)."""
-        registry = {site: list(pairs) for site, pairs in self._goal_bits.items()}
+        """The fold statements, setting every bit ``goal_bits`` registers (built again whenever it changes)."""
+        registry = {site: [(bit, text) for bit, text, _ in rows] for site, rows in self._goal_bits.items()}
         self._fold_incoming = build_sessions_upsert("incoming_batch", registry)
         self._fold_pending = [
             *build_sessions_upsert("sessions_pending", registry),
@@ -323,33 +332,54 @@ class DuckDBEventStore:
         return int(count)
 
     def stored_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> list[int] | None:
-        """Each goal's bit of the sessions' ``goal_mask`` when every one of ``goals`` has one, else None."""
-        with self._write_lock:
-            bits = {text: bit for bit, text in self._goal_bits.get(site_id, ())}
+        """Each goal's bit of the sessions' ``goal_mask`` when every one of ``goals`` has a ready one, else None.
+
+        Without the write lock (a fill may hold it): the site's list is replaced whole, never changed in place.
+        """
+        bits = {text: bit for bit, text, ready in self._goal_bits.get(site_id, ()) if ready}
         found = [bits.get(goal_definition(goal)) for goal in goals]
         return None if any(bit is None for bit in found) else [bit for bit in found if bit is not None]
 
     def store_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> None:
-        """Give the goals of ``site_id`` (all of them, in the order they should get the bits) bits of ``goal_mask``.
-
-        Each new definition is registered in a transaction of its own, which reads all of the site's events matching
-        it, under the write lock: appends wait meanwhile (``store/goal_bits.py``).
-        """
+        """Give the goals of ``site_id`` (all of them, in the order they should get the bits) ready bits of
+        ``goal_mask``: new definitions are registered, then filled one slice of the site's events at a time, each
+        slice a transaction under the write lock (``store/goal_bits.py``)."""
         with self._registering:
             with self._write_lock:
+                if self._closed:
+                    return
                 plan = plan_bits(self._goal_bits.get(site_id, ()), goals)
                 if plan.dropped:
                     self._in_one_transaction([build_bits_dropped(site_id, plan.dropped)])
-                    kept = [pair for pair in self._goal_bits.get(site_id, ()) if pair[0] not in plan.dropped]
-                    self._goal_bits[site_id] = kept
-                    self._build_folds()
-            for bit, definition in plan.added:
+                    self._set_bits(
+                        site_id, [row for row in self._goal_bits.get(site_id, ()) if row[0] not in plan.dropped]
+                    )
+                for bit, text in plan.added:
+                    self._in_one_transaction(build_bit_register(site_id, bit, text))
+                    self._set_bits(site_id, [*self._goal_bits.get(site_id, ()), (bit, text, False)])
+            unfilled = [*plan.unfilled, *plan.added]
+            if not unfilled:
+                return
+            (count, first, last), *_ = self.query(
+                "SELECT count(*), min(timestamp), max(timestamp) FROM events WHERE site_id = ?", [site_id]
+            )
+            slices = fill_slices(int(count), first, last)
+            for bit, text in unfilled:
+                for since, until in slices:
+                    with self._write_lock:
+                        if self._closed:  # the server is stopping: the next registration fills it again
+                            return
+                        self._in_one_transaction([build_bit_fill(site_id, bit, text, since, until)])
                 with self._write_lock:
-                    if self._closed:  # the server is stopping: a later open registers the rest
-                        return
-                    self._in_one_transaction(build_bit_fill(site_id, bit, definition))
-                    self._goal_bits[site_id] = sorted([*self._goal_bits.get(site_id, ()), (bit, definition)])
-                    self._build_folds()
+                    if (bit, text, False) in self._goal_bits.get(site_id, ()):  # not dropped by a site's deletion
+                        self._in_one_transaction([build_bit_ready(site_id, bit, text)])
+                        rows = self._goal_bits[site_id]
+                        self._set_bits(site_id, [(b, t, r or (b, t) == (bit, text)) for b, t, r in rows])
+
+    def _set_bits(self, site_id: int, rows: list[tuple[int, str, bool]]) -> None:
+        """Record the site's committed ``goal_bits`` rows and build the folds for them (under the write lock)."""
+        self._goal_bits[site_id] = sorted(rows)
+        self._build_folds()
 
     def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:
         """The newest session of each visitor seen since ``since`` (recovers live sessions after a restart)."""

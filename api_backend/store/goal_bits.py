@@ -5,18 +5,22 @@ Grouping the window's events by session to learn which goals each session comple
 (``bench/analysis.md``). So the DuckDB store keeps, per site, up to ``MASK_BITS`` goal definitions
 (``query.goals.goal_definition``), each with a bit of the sessions' ``goal_mask``, in the table ``goal_bits``:
 
-- a fold (``store/sessions.py``) sets in each session's mask the bits of the goals its new events complete, from the
-  site's registered definitions at that moment (a ``bit_or``, so batches combine in any order);
-- registering a definition takes a free bit, clears it in every session of the site (a bit given up by an earlier
-  definition may still be set), and sets it in the sessions that have a matching stored event, all in the
-  transaction that inserts its ``goal_bits`` row and under the store's write lock, and the folds after it set the bit
-  too: so a registered bit always equals what grouping the session's events would give;
+- a fold (``store/sessions.py``) sets in each session's mask the bits of the goals its new events complete, from every
+  definition the site has registered at that moment (a ``bit_or``, so batches combine in any order);
+- registering a definition takes a free bit and, in one transaction, clears it in every session of the site (a bit
+  given up by an earlier definition may still be set) and inserts the definition's row, not ``ready``; the folds after
+  it set the bit. The sessions of the events stored before then get it from a fill, one slice of the site's events at
+  a time (``FILL_SLICE_EVENTS``), each slice a transaction of its own under the store's write lock, so appends and
+  reads wait for a slice, not for the whole site. Once every slice is done the row is marked ``ready``: every event
+  stored before the registration was in a slice, and every one after it was folded with the bit, so a ready bit is
+  exactly what grouping the session's events would give. A fill cut short (a stop) is run again by the next
+  registration (setting a bit twice changes nothing);
 - a definition no goal of the site has any more gives up its row (its bit stays set in sessions until reused).
 
-A read uses the masks only when each goal it counts has a row (``stored_bits``), and checks those rows in the same
-snapshot as the masks it reads (``query.goals.build_goals_stored_query``): a goal changed in between sends it back to
-the events. Registering is work over all of the site's events (seconds at 100M events), so the reader asks for it
-in the background and answers from the events until it is done (``read/reader.py``).
+A read uses the masks only when each goal it counts has a ready row (``stored_goal_bits``), and checks those rows in
+the same snapshot as the masks it reads (``query.goals.build_goals_stored_query``): a goal changed in between sends it
+back to the events. Registering reads all of the site's events (about 33 s for ten goals at 100M events), so the
+reader asks for it in the background and answers from the events until it is done (``read/reader.py``).
 """
 
 from __future__ import annotations
@@ -24,27 +28,35 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from api_backend.query.dialect import DUCKDB
 from api_backend.query.goals import MASK_BITS, GoalSpec, goal_condition, goal_definition, goal_mask
 from api_backend.query.sql import Params, Query
 
 __all__ = [
+    "FILL_SLICE_EVENTS",
     "GOAL_BITS_DDL",
     "BitPlan",
     "Registry",
     "build_bit_fill",
+    "build_bit_ready",
+    "build_bit_register",
     "build_bits_dropped",
+    "fill_slices",
     "fold_mask",
     "plan_bits",
     "registry_goal",
 ]
 
 GOAL_BITS_DDL = (
-    "CREATE TABLE IF NOT EXISTS goal_bits (site_id INTEGER NOT NULL, bit INTEGER NOT NULL, definition VARCHAR NOT NULL)"
+    "CREATE TABLE IF NOT EXISTS goal_bits "
+    "(site_id INTEGER NOT NULL, bit INTEGER NOT NULL, definition VARCHAR NOT NULL, ready BOOLEAN NOT NULL)"
 )
+# A fill sets a bit for this many of the site's events per transaction (at most about a second under the lock).
+FILL_SLICE_EVENTS = 5_000_000
 
-# Per site: the registered ``(bit, definition)`` pairs.
+# Per site: the registered ``(bit, definition)`` pairs, ready or not (the folds set them all).
 Registry = Mapping[int, Sequence[tuple[int, str]]]
 
 
@@ -70,12 +82,14 @@ class BitPlan:
 
     dropped: tuple[int, ...]
     added: tuple[tuple[int, str], ...]
+    unfilled: tuple[tuple[int, str], ...]  # registered, kept, and their fill not finished
 
 
-def plan_bits(registered: Sequence[tuple[int, str]], goals: Sequence[GoalSpec]) -> BitPlan:
+def plan_bits(registered: Sequence[tuple[int, str, bool]], goals: Sequence[GoalSpec]) -> BitPlan:
     """The changes giving the definitions of ``goals`` (the first ``MASK_BITS`` distinct ones, in order) a bit.
 
-    Registered definitions keep their bits; those no goal has are dropped; new ones take the lowest free bits.
+    ``registered`` holds ``(bit, definition, ready)``. Registered definitions keep their bits; those no goal has are
+    dropped; new ones take the lowest free bits.
     """
     wanted: list[str] = []
     for goal in goals:
@@ -83,11 +97,12 @@ def plan_bits(registered: Sequence[tuple[int, str]], goals: Sequence[GoalSpec]) 
         if text not in wanted:
             wanted.append(text)
     wanted = wanted[:MASK_BITS]
-    kept = {text: bit for bit, text in registered if text in wanted}
-    dropped = tuple(sorted(bit for bit, text in registered if text not in kept or kept[text] != bit))
+    kept = {text: bit for bit, text, _ in registered if text in wanted}
+    dropped = tuple(sorted(bit for bit, text, _ in registered if text not in kept or kept[text] != bit))
     free = iter(sorted(set(range(MASK_BITS)) - set(kept.values())))
     added = tuple((next(free), text) for text in wanted if text not in kept)
-    return BitPlan(dropped, added)
+    unfilled = tuple((bit, text) for bit, text, ready in registered if not ready and kept.get(text) == bit)
+    return BitPlan(dropped, added, unfilled)
 
 
 def build_bits_dropped(site_id: int, bits: Sequence[int]) -> Query:
@@ -98,25 +113,57 @@ def build_bits_dropped(site_id: int, bits: Sequence[int]) -> Query:
     )
 
 
-def build_bit_fill(site_id: int, bit: int, definition: str) -> list[Query]:
-    """Statements giving ``bit`` to ``definition`` on ``site_id``: cleared in every session of the site, then set in
-    those with a stored event completing the goal, and registered (one transaction, under the write lock)."""
-    value = 1 << bit
+def build_bit_register(site_id: int, bit: int, definition: str) -> list[Query]:
+    """Statements giving ``bit`` to ``definition`` on ``site_id``, not ready: cleared in every session of the site and
+    registered (one transaction); the folds set it from then on, and ``build_bit_fill`` for the events stored before.
+    """
     row = {"site": site_id, "bit": bit, "definition": definition}
-    p = Params()
-    goal = registry_goal(definition)
-    site = p.add(site_id)
-    condition = goal_condition(goal.goal_type, goal.config, DUCKDB, p)
-    matching = f"SELECT session_id FROM events WHERE site_id = {site} AND {condition}"
     return [
         Query(
             "UPDATE sessions SET goal_mask = goal_mask - $value WHERE site_id = $site AND goal_mask & $value <> 0",
-            {"site": site_id, "value": value},
-        ),
-        p.query(
-            f"UPDATE sessions SET goal_mask = goal_mask + {p.add(value)} "
-            f"WHERE site_id = {site} AND session_id IN ({matching})"
+            {"site": site_id, "value": 1 << bit},
         ),
         Query("DELETE FROM goal_bits WHERE site_id = $site AND (bit = $bit OR definition = $definition)", row),
-        Query("INSERT INTO goal_bits VALUES ($site, $bit, $definition)", row),
+        Query("INSERT INTO goal_bits VALUES ($site, $bit, $definition, false)", row),
     ]
+
+
+def build_bit_fill(site_id: int, bit: int, definition: str, since: datetime | None, until: datetime | None) -> Query:
+    """Set ``bit`` in the sessions of ``site_id`` with an event from ``since`` to before ``until`` (None: no bound)
+    that completes the goal ``definition`` describes."""
+    p = Params()
+    value = p.add(1 << bit)
+    site = p.add(site_id)
+    goal = registry_goal(definition)
+    conditions = [f"site_id = {site}", goal_condition(goal.goal_type, goal.config, DUCKDB, p)]
+    if since is not None:
+        conditions.append(f"timestamp >= {p.add(since)}")
+    if until is not None:
+        conditions.append(f"timestamp < {p.add(until)}")
+    matching = f"SELECT session_id FROM events WHERE {' AND '.join(conditions)}"
+    return p.query(
+        f"UPDATE sessions SET goal_mask = goal_mask | {value} "
+        f"WHERE site_id = {site} AND goal_mask & {value} = 0 AND session_id IN ({matching})"
+    )
+
+
+def build_bit_ready(site_id: int, bit: int, definition: str) -> Query:
+    """Mark ``bit`` of ``definition`` ready: every session with a matching event has it."""
+    return Query(
+        "UPDATE goal_bits SET ready = true WHERE site_id = $site AND bit = $bit AND definition = $definition",
+        {"site": site_id, "bit": bit, "definition": definition},
+    )
+
+
+def fill_slices(
+    events: int, first: datetime | None, last: datetime | None
+) -> list[tuple[datetime | None, datetime | None]]:
+    """``(since, until)`` bounds cutting a site's ``events`` stored events, from ``first`` to ``last``, into time
+    slices of about ``FILL_SLICE_EVENTS`` each (if they are spread evenly); the first and last slices are open, so
+    together they cover every time."""
+    count = max(1, -(-events // FILL_SLICE_EVENTS))
+    if first is None or last is None or count == 1:
+        return [(None, None)]
+    step = (last - first) / count
+    edges: list[datetime | None] = [None, *(first + step * i for i in range(1, count)), None]
+    return list(zip(edges, edges[1:], strict=False))

@@ -4,18 +4,21 @@ data, windows and filters, through goals registered, changed and dropped while e
 from __future__ import annotations
 
 import random
+import threading
+from datetime import datetime
 from typing import Any
 
 import pytest
 
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.goals import MASK_BITS, GoalSpec, build_goals_query, build_goals_stored_query
+from api_backend.query.goals import MASK_BITS, GoalSpec, build_goals_query, build_goals_stored_query, goal_definition
 from api_backend.query.scope import Scope
 from api_backend.query.window import Window
 from api_backend.store import duckdb as duckdb_module
+from api_backend.store import goal_bits as goal_bits_module
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
-from api_backend.store.goal_bits import plan_bits
+from api_backend.store.goal_bits import FILL_SLICE_EVENTS, build_bit_register, fill_slices, plan_bits
 from tests.store.test_session_facts import START, append_shuffled, random_events, random_scope, run
 
 GOALS = [
@@ -162,9 +165,72 @@ def test_goalbits006_deleting_a_site_forgets_its_bits_and_folds_stop_setting_the
 def test_goalbits007_plans_keep_registered_bits_and_take_the_lowest_free_ones():
     pricing, docs, blog = (GoalSpec(n, "path", {"pathPattern": p}) for n, p in enumerate(["/pricing", "/docs", "/b"]))
     first = plan_bits([], [pricing, docs, pricing])
-    assert first.dropped == () and [bit for bit, _ in first.added] == [0, 1]
-    registered = list(first.added)
+    assert first.dropped == () and [bit for bit, _ in first.added] == [0, 1] and first.unfilled == ()
+    registered = [(bit, text, True) for bit, text in first.added]
     again = plan_bits(registered, [docs, pricing])
-    assert again.dropped == () and again.added == ()
+    assert again.dropped == () and again.added == () and again.unfilled == ()
     changed = plan_bits(registered, [docs, blog])
     assert changed.dropped == (0,) and [bit for bit, _ in changed.added] == [0]
+    cut_short = plan_bits([(0, first.added[0][1], False), (1, first.added[1][1], True)], [pricing, docs])
+    assert cut_short.added == () and cut_short.unfilled == (first.added[0],)
+
+
+def test_goalbits008_slices_cover_every_time_and_split_large_sites():
+    first, last = datetime(2026, 1, 1), datetime(2026, 1, 11)
+    assert fill_slices(10, first, last) == [(None, None)]
+    assert fill_slices(0, None, None) == [(None, None)]
+    slices = fill_slices(3 * FILL_SLICE_EVENTS - 1, first, last)
+    assert len(slices) == 3 and slices[0][0] is None and slices[-1][1] is None
+    assert [b for _, b in slices[:-1]] == [a for a, _ in slices[1:]]
+
+
+def test_goalbits009_a_fill_cut_short_is_not_read_and_the_next_registration_finishes_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(goal_bits_module, "FILL_SLICE_EVENTS", 50)  # many slices
+    rows = random_events(random.Random(9), 300)
+    path = tmp_path / "events.duckdb"
+    store = DuckDBEventStore(path)
+    store.append(rows_to_table(rows[:500]))
+    store.store_goal_bits(1, GOALS[:2])
+    # Registered but not filled, as a stop between the registration and the fill leaves it.
+    text = goal_definition(GOALS[2])
+    store._in_one_transaction(build_bit_register(1, 2, text))
+    store.close()
+
+    reopened = DuckDBEventStore(path)
+    assert reopened.stored_goal_bits(1, GOALS[:2]) == [0, 1]
+    assert reopened.stored_goal_bits(1, GOALS[:3]) is None  # not ready: not read
+    reopened.append(rows_to_table(rows[500:]))  # the folds set it already
+    reopened.store_goal_bits(1, GOALS[:3])
+    assert reopened.stored_goal_bits(1, GOALS[:3]) == [0, 1, 2]
+    scope = Scope((1,), Window(None, None, "UTC"))
+    assert stored_counts(reopened, scope, GOALS[:3]) == event_counts(reopened, scope, GOALS[:3])
+    reopened.close()
+
+
+def test_goalbits010_events_appended_while_bits_are_filled_are_counted_once_the_bits_are_ready(monkeypatch):
+    monkeypatch.setattr(goal_bits_module, "FILL_SLICE_EVENTS", 40)  # a transaction per few events: appends interleave
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 30)
+    rng = random.Random(10)
+    rows = random_events(rng, 600)
+    rng.shuffle(rows)
+    store = DuckDBEventStore(":memory:")
+    store.append(rows_to_table(rows[:1000]))
+
+    def fill() -> None:
+        for site in (1, 2, 3):
+            store.store_goal_bits(site, LATER_GOALS)
+
+    filling = threading.Thread(target=fill)
+    filling.start()
+    at = 1000
+    while at < len(rows):  # appended in small batches while the slices are filled, some after
+        size = rng.randrange(1, 60)
+        store.append(rows_to_table(rows[at : at + size]))
+        at += size
+    filling.join()
+    for site in (1, 2, 3):
+        for seed in range(5):
+            scope = random_scope(random.Random(7000 + seed), seed)
+            scope = Scope((site,), scope.window, scope.filters)
+            assert stored_counts(store, scope, LATER_GOALS) == event_counts(store, scope, LATER_GOALS), scope
+    store.close()
