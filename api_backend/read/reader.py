@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,10 @@ Rows = list[dict[str, Any]]
 
 log = logging.getLogger(__name__)
 
+# After storing a site's goal bits failed (the engine's memory limit, a full disk), reads wait this long before
+# asking again, so a failing registration does not rerun its work at every read.
+RETRY_GOAL_BITS_SECONDS = 300.0
+
 
 class EventReader:
     """Reads events for the API: ``rows(build_x(..., reader.dialect), scope)``.
@@ -42,6 +47,8 @@ class EventReader:
         self.results = ResultCache(self.dialect)
         self.rollups = GoalsRollupCache()
         self._registering: set[int] = set()  # sites whose goal bits are being stored
+        self._again: set[int] = set()  # sites whose goals changed while their bits were being stored
+        self._failed_at: dict[int, float] = {}  # when storing a site's goal bits last failed (monotonic seconds)
         self._registering_lock = threading.Lock()
 
     def rows(self, query: Query, scope: Scope | None = None) -> Rows:
@@ -87,20 +94,33 @@ class EventReader:
         return row
 
     def store_goal_bits_soon(self, site_id: int, site_goals: Callable[[], Sequence[GoalSpec]]) -> None:
-        """Have the store keep the bits of the site's goals, in a thread of its own (one per site at a time)."""
+        """Have the store keep the bits of the site's goals, in a thread of its own (one per site at a time; one asked
+        for while it runs runs after it, with the goals then; none within ``RETRY_GOAL_BITS_SECONDS`` of a failure)."""
+        if not self.dialect.session_facts:  # the store keeps no goal bits
+            return
         with self._registering_lock:
+            failed = self._failed_at.get(site_id)
+            if failed and time.monotonic() - failed < RETRY_GOAL_BITS_SECONDS:
+                return
             if site_id in self._registering:
+                self._again.add(site_id)
                 return
             self._registering.add(site_id)
 
         def register() -> None:
-            try:
-                self._store.store_goal_bits(site_id, site_goals())
-            except Exception:  # reads keep grouping the events; a later read asks again
-                log.exception("storing the goal bits of site %d failed", site_id)
-            finally:
+            while True:
+                try:
+                    self._store.store_goal_bits(site_id, site_goals())
+                    self._failed_at.pop(site_id, None)
+                except Exception:  # reads keep grouping the events; a read after the pause asks again
+                    log.exception("storing the goal bits of site %d failed", site_id)
+                    self._failed_at[site_id] = time.monotonic()
                 with self._registering_lock:
-                    self._registering.discard(site_id)
+                    if site_id not in self._again or site_id in self._failed_at:
+                        self._registering.discard(site_id)
+                        self._again.discard(site_id)
+                        return
+                    self._again.discard(site_id)
 
         threading.Thread(target=register, name=f"goal-bits-{site_id}", daemon=True).start()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
@@ -34,6 +35,11 @@ SMALL_SAMPLE = 30
 
 def _spec(goal: Goal) -> GoalSpec:
     return GoalSpec(goal.goal_id, goal.goal_type, goal.config or {})
+
+
+def _site_specs(services: Services, site_id: int) -> Callable[[], list[GoalSpec]]:
+    """Every goal of the site, read when called (the goals whose bits the event store keeps)."""
+    return lambda: [_spec(g) for g in services.metadata.all_goals(site_id)]
 
 
 def _site_goal(services: Services, site_id: int, goal_id: int) -> Goal:
@@ -89,9 +95,7 @@ def list_goals(
     if not goals:
         return {"data": [], "meta": meta}
     # Filtered on one session-level parameter (the channel recipe), the reader sums a cached per-value rollup.
-    row = services.reader.goals_counts(
-        scope, [_spec(g) for g in goals], lambda: [_spec(g) for g in services.metadata.all_goals(site_id)]
-    )
+    row = services.reader.goals_counts(scope, [_spec(g) for g in goals], _site_specs(services, site_id))
     sessions = int(row["sessions"])
     conversions: dict[int, int] = {g.goal_id: int(row[f"g{i}"]) for i, g in enumerate(goals)}
     return {"data": [goal_json(g, conversions, sessions) for g in goals], "meta": meta}
@@ -104,6 +108,7 @@ def create_goal(
     """Create a goal (members may); 201 ``{success, goalId}``."""
     name, goal_type, config = validate_goal_body(body)
     goal = services.metadata.create_goal(access.site.site_id, name, goal_type, config)
+    services.reader.store_goal_bits_soon(access.site.site_id, _site_specs(services, access.site.site_id))
     return {"success": True, "goalId": goal.goal_id}
 
 
@@ -118,6 +123,7 @@ def replace_goal(
     _site_goal(services, access.site.site_id, goal_id)
     name, goal_type, config = validate_goal_body(body)
     services.metadata.replace_goal(goal_id, name, goal_type, config)
+    services.reader.store_goal_bits_soon(access.site.site_id, _site_specs(services, access.site.site_id))
     return {"success": True, "goalId": goal_id}
 
 
@@ -126,6 +132,7 @@ def delete_goal(access: SiteMember, services: ServicesDep, goal_id: int) -> dict
     """Delete the goal for good."""
     _site_goal(services, access.site.site_id, goal_id)
     services.metadata.delete_goal(goal_id)
+    services.reader.store_goal_bits_soon(access.site.site_id, _site_specs(services, access.site.site_id))
     return {"success": True}
 
 
