@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from api_backend.query.sql import Query
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
 from api_backend.store.goal_bits import (
     GOAL_BITS_DDL,
+    build_bit_clear,
     build_bit_fill,
     build_bit_ready,
     build_bit_register,
@@ -351,25 +353,34 @@ class DuckDBEventStore:
                 plan = plan_bits(self._goal_bits.get(site_id, ()), goals)
                 if plan.dropped:
                     self._in_one_transaction([build_bits_dropped(site_id, plan.dropped)])
-                    self._set_bits(
-                        site_id, [row for row in self._goal_bits.get(site_id, ()) if row[0] not in plan.dropped]
-                    )
-                for bit, text in plan.added:
-                    self._in_one_transaction(build_bit_register(site_id, bit, text))
-                    self._set_bits(site_id, [*self._goal_bits.get(site_id, ()), (bit, text, False)])
-            unfilled = [*plan.unfilled, *plan.added]
-            if not unfilled:
+                    rows = [row for row in self._goal_bits.get(site_id, ()) if row[0] not in plan.dropped]
+                    self._set_bits(site_id, rows)
+            if not plan.added and not plan.unfilled:
                 return
             (count, first, last), *_ = self.query(
                 "SELECT count(*), min(timestamp), max(timestamp) FROM events WHERE site_id = ?", [site_id]
             )
             slices = fill_slices(int(count), first, last)
-            for bit, text in unfilled:
+
+            def in_slices(statement: Callable[[datetime | None, datetime | None], Query]) -> bool:
                 for since, until in slices:
                     with self._write_lock:
-                        if self._closed:  # the server is stopping: the next registration fills it again
-                            return
-                        self._in_one_transaction([build_bit_fill(site_id, bit, text, since, until)])
+                        if self._closed:  # the server is stopping: the next registration does it again
+                            return False
+                        self._in_one_transaction([statement(since, until)])
+                return True
+
+            for bit, text in plan.added:
+                if not in_slices(partial(build_bit_clear, site_id, bit)):
+                    return
+                with self._write_lock:
+                    if self._closed:
+                        return
+                    self._in_one_transaction(build_bit_register(site_id, bit, text))
+                    self._set_bits(site_id, [*self._goal_bits.get(site_id, ()), (bit, text, False)])
+            for bit, text in [*plan.unfilled, *plan.added]:
+                if not in_slices(partial(build_bit_fill, site_id, bit, text)):
+                    return
                 with self._write_lock:
                     if (bit, text, False) in self._goal_bits.get(site_id, ()):  # not dropped by a site's deletion
                         self._in_one_transaction([build_bit_ready(site_id, bit, text)])
