@@ -131,11 +131,17 @@ def build_bit_clear(site_id: int, bit: int, since: datetime | None, until: datet
 
 
 def build_bit_register(site_id: int, bit: int, definition: str) -> list[Query]:
-    """Statements giving ``bit``, cleared in every session of the site (``build_bit_clear``), to ``definition`` on
+    """Statements giving ``bit``, cleared in the sessions of the site by ``build_bit_clear``, to ``definition`` on
     ``site_id``, not ready (one transaction): the folds set it from then on, and ``build_bit_fill`` for the events
-    stored before."""
+    stored before.
+
+    The transaction clears the bit once more wherever it is still set: a fold may have moved a session's
+    ``first_seen`` into a slice already cleared (a late event). That reads every session of the site but writes
+    only those few.
+    """
     row = {"site": site_id, "bit": bit, "definition": definition}
     return [
+        build_bit_clear(site_id, bit, None, None),
         Query("DELETE FROM goal_bits WHERE site_id = $site AND (bit = $bit OR definition = $definition)", row),
         Query("INSERT INTO goal_bits VALUES ($site, $bit, $definition, false)", row),
     ]
