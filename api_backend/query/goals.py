@@ -45,6 +45,7 @@ from api_backend.query.sql import Params, Query
 
 __all__ = [
     "BREAKDOWN_PAGE",
+    "MASK_BITS",
     "GoalSpec",
     "build_goal_breakdown_events_query",
     "build_goal_breakdown_query",
@@ -53,11 +54,10 @@ __all__ = [
     "build_goals_query",
     "build_goals_rollup_query",
     "build_goals_stored_query",
-    "goal_definition",
-    "goal_mask",
     "build_matching_values_query",
     "goal_condition",
-    "MASK_BITS",
+    "goal_definition",
+    "goal_mask",
     "path_pattern_regex",
     "value_pattern_regex",
 ]
