@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI
@@ -164,4 +165,62 @@ def test_dash_share003_every_move_keeps_the_key_and_a_copied_address_opens(dash_
     dash_duo.driver.get(copied.split("#")[0])
     dash_duo.wait_for_contains_text("#share-invalid-holder", "This link is missing its key", timeout=15)
     screenshots(dash_duo, output_dir, "share-missing-key")
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
+
+
+# A chart narrowed to a phone's width stays inside its box, which keeps a height: a box of 0 px would leave the chart
+# drawn over what follows it.
+CHART_IN_ITS_BOX = """
+var box = document.querySelector(arguments[0]);
+var svg = box && box.querySelector('.main-svg');
+if (!svg || window.innerWidth > 390) { return false; }
+var outer = box.getBoundingClientRect(), drawn = svg.getBoundingClientRect();
+return outer.height > 150 && drawn.bottom <= outer.bottom + 1 && Math.abs(drawn.width - outer.width) < 2;
+"""
+
+
+def test_dash_share004_charts_of_a_private_link_keep_their_height_when_the_window_narrows(
+    dash_duo, services, api_base, output_dir
+):
+    owner = make_account(services, "owner@example.com")
+    site = make_site(services, owner, "shop.example.com")
+    load_demo(services, site.site_id)
+    when = (datetime.now(UTC) - timedelta(days=1)).replace(hour=12, minute=0, second=30, microsecond=0, tzinfo=None)
+    error = {"message": MESSAGE, "stack": STACK}
+    services.events.append(
+        rows_to_table(
+            [
+                {
+                    "site_id": site.site_id,
+                    "timestamp": when,
+                    "session_id": "s00",
+                    "user_id": "u00",
+                    "pathname": "/pricing",
+                    "type": "error",
+                    "event_name": "TypeError",
+                    "props": json.dumps(error),
+                }
+            ]
+        )
+    )
+    services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})  # for the ranking
+    key = AnalyticsAPI(api_base + "/api", token=owner.api_key).generate_private_link(site.site_id)
+    dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
+    dash_duo.driver.get(f"{dash_duo.server_url}/share/{site.site_id}#{key}")
+    dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=15)
+    wide = dash_duo.driver.get_window_size()
+
+    def narrowed_in_its_box(selector: str) -> None:
+        dash_duo.wait_for_element(f"{selector} .main-svg", timeout=10)
+        dash_duo.driver.set_window_size(390, wide["height"])
+        WebDriverWait(dash_duo.driver, 15).until(lambda driver: driver.execute_script(CHART_IN_ITS_BOX, selector))
+        dash_duo.driver.set_window_size(wide["width"], wide["height"])
+
+    click(dash_duo, "#share-tab-channels")
+    narrowed_in_its_box("#channels-chart")
+    click(dash_duo, "#share-tab-errors")
+    dash_duo.wait_for_contains_text("#share-content", MESSAGE, timeout=10)
+    click(dash_duo, ".error-group:not(.error-group-head)")
+    dash_duo.wait_for_contains_text("#share-content", "app.js:12:7", timeout=10)
+    narrowed_in_its_box("#share-content .chart")
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
