@@ -13,7 +13,7 @@ from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
-from tests.support.dashboard import screenshots, sign_in
+from tests.support.dashboard import CHART_IN_ITS_BOX, screenshots, sign_in
 
 # Zones without daylight saving whose offsets leave at most 5.5 hours between them around the clock: one of them
 # always has its local time within 2.75 hours of noon.
@@ -204,13 +204,6 @@ def test_dash_overview004_weeks_cut_by_the_range_read_with_their_dates(dash_duo,
     # Narrowed to a phone's width, the chart redraws inside its card, which keeps the chart's height: a box of 0 px
     # would leave the chart drawn over the panels below.
     dash_duo.driver.set_window_size(390, dash_duo.driver.get_window_size()["height"])
-    WebDriverWait(dash_duo.driver, 15).until(lambda driver: driver.execute_script(CHART_IN_ITS_BOX))
-
-
-CHART_IN_ITS_BOX = """
-var box = document.querySelector('#overview-chart');
-var svg = box && box.querySelector('.main-svg');
-if (!svg || window.innerWidth > 390) { return false; }
-var outer = box.getBoundingClientRect(), drawn = svg.getBoundingClientRect();
-return outer.height >= 270 && drawn.bottom <= outer.bottom + 1 && Math.abs(drawn.width - outer.width) < 2;
-"""
+    WebDriverWait(dash_duo.driver, 15).until(
+        lambda driver: driver.execute_script(CHART_IN_ITS_BOX, "#overview-chart", 270)
+    )

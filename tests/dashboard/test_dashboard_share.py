@@ -13,35 +13,34 @@ from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site, wait_until
-from tests.support.dashboard import click, screenshots
+from tests.support.dashboard import CHART_IN_ITS_BOX, click, screenshots
 from tests.support.dashboard_data import load_demo
 
 MESSAGE = "Cannot read properties of undefined (reading 'price')"
 STACK = "TypeError: Cannot read properties of undefined\n    at total (https://shop.example.com/app.js:12:7)"
 
 
+def add_error(services, site_id: int) -> None:
+    """One ``TypeError`` inside session s00, which starts at 12:00 UTC yesterday (see test_dashboard_frame_data)."""
+    when = (datetime.now(UTC) - timedelta(days=1)).replace(hour=12, minute=0, second=30, microsecond=0, tzinfo=None)
+    error = {
+        "site_id": site_id,
+        "timestamp": when,
+        "session_id": "s00",
+        "user_id": "u00",
+        "pathname": "/pricing",
+        "type": "error",
+        "event_name": "TypeError",
+        "props": json.dumps({"message": MESSAGE, "stack": STACK}),
+    }
+    services.events.append(rows_to_table([error]))
+
+
 def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, api_base, output_dir):
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
-    # Inside session s00, which starts at 12:00 UTC yesterday (see test_dashboard_frame_data).
-    when = (datetime.now(UTC) - timedelta(days=1)).replace(hour=12, minute=0, second=30, microsecond=0, tzinfo=None)
-    services.events.append(
-        rows_to_table(
-            [
-                {
-                    "site_id": site.site_id,
-                    "timestamp": when,
-                    "session_id": "s00",
-                    "user_id": "u00",
-                    "pathname": "/pricing",
-                    "type": "error",
-                    "event_name": "TypeError",
-                    "props": json.dumps({"message": MESSAGE, "stack": STACK}),
-                }
-            ]
-        )
-    )
+    add_error(services, site.site_id)
     pricing = services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
     owner_api = AnalyticsAPI(api_base + "/api", token=owner.api_key)
     key = owner_api.generate_private_link(site.site_id)
@@ -168,41 +167,13 @@ def test_dash_share003_every_move_keeps_the_key_and_a_copied_address_opens(dash_
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
 
 
-# A chart narrowed to a phone's width stays inside its box, which keeps a height: a box of 0 px would leave the chart
-# drawn over what follows it.
-CHART_IN_ITS_BOX = """
-var box = document.querySelector(arguments[0]);
-var svg = box && box.querySelector('.main-svg');
-if (!svg || window.innerWidth > 390) { return false; }
-var outer = box.getBoundingClientRect(), drawn = svg.getBoundingClientRect();
-return outer.height > 150 && drawn.bottom <= outer.bottom + 1 && Math.abs(drawn.width - outer.width) < 2;
-"""
-
-
 def test_dash_share004_charts_of_a_private_link_keep_their_height_when_the_window_narrows(
     dash_duo, services, api_base, output_dir
 ):
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
-    when = (datetime.now(UTC) - timedelta(days=1)).replace(hour=12, minute=0, second=30, microsecond=0, tzinfo=None)
-    error = {"message": MESSAGE, "stack": STACK}
-    services.events.append(
-        rows_to_table(
-            [
-                {
-                    "site_id": site.site_id,
-                    "timestamp": when,
-                    "session_id": "s00",
-                    "user_id": "u00",
-                    "pathname": "/pricing",
-                    "type": "error",
-                    "event_name": "TypeError",
-                    "props": json.dumps(error),
-                }
-            ]
-        )
-    )
+    add_error(services, site.site_id)
     services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})  # for the ranking
     key = AnalyticsAPI(api_base + "/api", token=owner.api_key).generate_private_link(site.site_id)
     dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
@@ -213,7 +184,7 @@ def test_dash_share004_charts_of_a_private_link_keep_their_height_when_the_windo
     def narrowed_in_its_box(selector: str) -> None:
         dash_duo.wait_for_element(f"{selector} .main-svg", timeout=10)
         dash_duo.driver.set_window_size(390, wide["height"])
-        WebDriverWait(dash_duo.driver, 15).until(lambda driver: driver.execute_script(CHART_IN_ITS_BOX, selector))
+        WebDriverWait(dash_duo.driver, 15).until(lambda driver: driver.execute_script(CHART_IN_ITS_BOX, selector, 150))
         dash_duo.driver.set_window_size(wide["width"], wide["height"])
 
     click(dash_duo, "#share-tab-channels")

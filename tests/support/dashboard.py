@@ -59,6 +59,17 @@ return Array.from(document.querySelectorAll('.js-plotly-plot')).every(function (
 """
 
 
+# Narrowed to a phone's width, the chart in ``arguments[0]`` is drawn inside its box, which keeps a height of at least
+# ``arguments[1]`` px: a box of 0 px would leave the chart drawn over what follows it.
+CHART_IN_ITS_BOX = """
+var box = document.querySelector(arguments[0]);
+var svg = box && box.querySelector('.main-svg');
+if (!svg || window.innerWidth > 390) { return false; }
+var outer = box.getBoundingClientRect(), drawn = svg.getBoundingClientRect();
+return outer.height >= arguments[1] && drawn.bottom <= outer.bottom + 1 && Math.abs(drawn.width - outer.width) < 2;
+"""
+
+
 def screenshots(dash_duo, output_dir, name: str, *, widths=WIDTHS, check_fit: bool = False) -> None:
     """Save ``name-<width>.png`` at each width (phone and desktop) for people to look at, then go back to desktop.
 
