@@ -144,7 +144,8 @@ def measure(
 
 def _site_goals(data_dir: Path, site: int) -> list[GoalSpec]:
     """The goals of ``site`` in the metadata of ``data_dir``."""
-    metadata = MetadataStore(load_settings({}, data_dir=str(data_dir)).database_url)
+    # Read beside a running server, whose start migrated the metadata already.
+    metadata = MetadataStore(load_settings({}, data_dir=str(data_dir)).database_url, migrate=False)
     try:
         return [GoalSpec(g.goal_id, g.goal_type, g.config or {}) for g in metadata.all_goals(site)]
     finally:
