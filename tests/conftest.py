@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from api_backend.app import create_app
 from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
-from tests.support import Account, live_server, make_account, make_site, patient, store_options
+from tests.support import Account, live_server, make_account, make_site, patient, store_options, wait_until
 
 pytest_plugins = ["tests.support.clickhouse"]
 
@@ -46,6 +46,46 @@ def _patient_browser_waits() -> None:
 
 
 _patient_browser_waits()
+
+
+def _dropdown_picks_or_fails() -> None:
+    """``dash_duo.select_dcc_dropdown`` waits for its option and fails when none matches.
+
+    Dash's own looks at the menu once, and when the option is not drawn yet it logs the miss and returns: the test then
+    waits for a change nobody asked for and fails far from the cause. Here a menu that did not open is opened again.
+    """
+    from dash.testing.browser import Browser
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    def select_dcc_dropdown(self, elem_or_selector, value=None, index=None):
+        def option():
+            try:
+                menus = self.driver.find_elements(By.CSS_SELECTOR, ".dash-dropdown-options")
+                if not menus:
+                    self._get_element(elem_or_selector).click()
+                    return None
+                options = menus[0].find_elements(By.CSS_SELECTOR, ".dash-dropdown-option")
+                if isinstance(index, int):
+                    return options[index] if len(options) > index else None
+                return next((o for o in options if o.text == value), None)
+            except StaleElementReferenceException:
+                return None
+
+        def picked():
+            try:
+                wait_until(option, 10, f"{elem_or_selector} offered no option {value!r} (index {index})").click()
+                return True
+            except StaleElementReferenceException:
+                return False
+
+        self._get_element(elem_or_selector).click()
+        wait_until(picked, 20, f"{elem_or_selector}: the option {value!r} kept being redrawn")
+
+    Browser.select_dcc_dropdown = select_dcc_dropdown
+
+
+_dropdown_picks_or_fails()
 
 OUTPUT_DIR = Path(os.environ.get("SITELENS_TEST_OUTPUT", Path(__file__).resolve().parent.parent / "test-output"))
 

@@ -446,12 +446,15 @@ def test_dash_phones003_on_a_phone_the_menu_picks_a_site_and_the_folded_controls
     # The folded controls open and still change the view: a filter added on a phone.
     dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={shop.site_id}&time_zone=UTC")
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=20)
+    # The page's callbacks answer before the controls are used, and the parameter's (its value suggestions) before
+    # the value is typed: in full test runs the Add click that followed changed nothing.
+    settled(dash_duo)
     click(dash_duo, "#frame-controls-toggle")
     dash_duo.select_dcc_dropdown("#frame-filter-parameter", value="Channel")
-    # The parameter's callbacks (its value suggestions) answer before the value is typed: in one full test run
-    # the Add click that followed changed nothing.
     settled(dash_duo)
+    wait_until(lambda: "Channel" in dash_duo.find_element("#frame-filter-parameter").text, 5, "Channel not picked")
     dash_duo.find_element("#frame-filter-value").send_keys("Referral")
+    assert dash_duo.find_element("#frame-filter-value").get_attribute("value") == "Referral"
     click(dash_duo, "#frame-filter-add")
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "3", timeout=15)  # sessions 7-9 came by referral
     toggle = dash_duo.find_element("#frame-controls-toggle")
