@@ -49,8 +49,10 @@ __all__ = [
     "GoalSpec",
     "build_goal_breakdown_events_query",
     "build_goal_breakdown_query",
+    "build_goal_breakdown_stored_query",
     "build_goal_sessions_events_query",
     "build_goal_sessions_query",
+    "build_goal_sessions_stored_query",
     "build_goals_query",
     "build_goals_rollup_query",
     "build_goals_stored_query",
@@ -294,8 +296,7 @@ def build_goals_stored_query(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
     same snapshot as the masks, differ): the counts are then wrong and the caller asks ``build_goals_query``. For the
     DuckDB store on one site, where ``facts_answer`` holds.
     """
-    if len(scope.site_ids) != 1 or not facts_answer(scope, d):
-        raise ValueError("stored goal masks answer one site's scope the sessions table answers")
+    _require_stored(scope, d)
     p = Params()
     site = p.add(scope.site_ids[0])
     whole_counts = "".join(
@@ -305,9 +306,6 @@ def build_goals_stored_query(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
     whole = f"SELECT goal_mask, count(*) AS n FROM ({whole_sessions(scope, 'goal_mask', d, p)}) AS w GROUP BY goal_mask"
     masks = _goal_masks(goals, d, p)
     edge = edge_sessions(scope, "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(masks)), d, p)
-    pairs = sorted({(bit, goal_definition(g)) for bit, g in zip(bits, goals, strict=True)})
-    listed = " OR ".join(f"(bit = {p.add(bit)} AND definition = {p.add(text)})" for bit, text in pairs) or "false"
-    current = f"SELECT count(*) <> {len(pairs)} AS stale FROM goal_bits WHERE site_id = {site} AND ready AND ({listed})"
     totals = ", ".join(
         ["w.sessions + e.sessions AS sessions", *(f"w.g{i} + e.g{i} AS g{i}" for i in range(len(goals)))]
     )
@@ -316,8 +314,21 @@ def build_goals_stored_query(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
 SELECT {totals}, r.stale AS stale_result
 FROM (SELECT coalesce(sum(n), 0) AS sessions{whole_counts} FROM whole) AS w,
      (SELECT count(*) AS sessions{_mask_counts(len(goals), d)} FROM edge) AS e,
-     ({current}) AS r"""
+     ({_bits_stale(site, goals, bits, p)}) AS r"""
     return p.query(sql)
+
+
+def _require_stored(scope: Scope, d: Dialect) -> None:
+    if len(scope.site_ids) != 1 or not facts_answer(scope, d):
+        raise ValueError("stored goal masks answer one site's scope the sessions table answers")
+
+
+def _bits_stale(site: str, goals: Sequence[GoalSpec], bits: Sequence[int], p: Params) -> str:
+    """``SELECT ... AS stale``: one row, true when the store's ready ``goal_bits`` rows of the ``site`` parameter no
+    longer give goal ``goals[i]`` the bit ``bits[i]`` (read in the query's snapshot, beside the masks it counts)."""
+    pairs = sorted({(bit, goal_definition(g)) for bit, g in zip(bits, goals, strict=True)})
+    listed = " OR ".join(f"(bit = {p.add(bit)} AND definition = {p.add(text)})" for bit, text in pairs) or "false"
+    return f"SELECT count(*) <> {len(pairs)} AS stale FROM goal_bits WHERE site_id = {site} AND ready AND ({listed})"
 
 
 def build_goals_rollup_query(scope: Scope, goals: Sequence[GoalSpec], parameter: str, limit: int, d: Dialect) -> Query:
@@ -362,7 +373,18 @@ def build_goal_sessions_events_query(scope: Scope, goal: GoalSpec, limit: int, o
     return _goal_sessions_query(scope, goal, limit, offset, d, facts=False)
 
 
-def _goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect, *, facts: bool) -> Query:
+def build_goal_sessions_stored_query(
+    scope: Scope, goal: GoalSpec, bit: int, limit: int, offset: int, d: Dialect
+) -> Query:
+    """``build_goal_sessions_query`` taking the whole sessions that converted from their stored ``goal_mask``, where
+    the goal is bit ``bit``; each row's ``stale_result`` as in ``build_goals_stored_query``."""
+    _require_stored(scope, d)
+    return _goal_sessions_query(scope, goal, limit, offset, d, facts=True, bit=bit)
+
+
+def _goal_sessions_query(
+    scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect, *, facts: bool, bit: int | None = None
+) -> Query:
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
@@ -396,13 +418,16 @@ def _goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, 
     rows = qualified_rows(scope, p)
     if facts:
         # Whole sessions' ends come from the table and edge sessions' from their events; a matching in-window event
-        # makes either one converted. For a path goal a whole session is tested on its list of paths, and an edge
-        # session on its in-window events as it is grouped, so no pageview is read for the whole ones. Other goals
-        # look the sessions up among their matching events (custom events, clicks: far fewer than pageviews).
-        # Describing the page then scans events from the page's first stored event on.
-        if goal.goal_type == "path":
-            listed = _listed_path_test(goal.config["pathPattern"], d, p)
-            whole = whole_sessions(scope, "session_id, last_seen AS session_end, pathnames", d, p)
+        # makes either one converted. A whole session is tested on its stored goal bit, or for a path goal without
+        # one on its list of paths, and an edge session on its in-window events as it is grouped, so no event of a
+        # whole one is read. Other goals look the sessions up among their matching events (custom events, clicks:
+        # far fewer than pageviews). Describing the page then scans events from the page's first stored event on.
+        if bit is not None or goal.goal_type == "path":
+            if bit is not None:
+                listed, column = f"{d.bit_and('goal_mask', str(1 << bit))} <> 0", "goal_mask"
+            else:
+                listed, column = _listed_path_test(goal.config["pathPattern"], d, p), "pathnames"
+            whole = whole_sessions(scope, f"session_id, last_seen AS session_end, {column}", d, p)
             edge = edge_sessions(scope, f", max(timestamp) AS session_end, {d.bool_or(condition)} AS hit", d, p)
             converted = (
                 f"SELECT session_id, session_end FROM ({whole}) AS w WHERE {listed} "
@@ -435,6 +460,7 @@ def _goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, 
         "SELECT session_id AS page_session, session_end AS page_end FROM conv "
         f"ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {skipped}"
     )
+    stale = f", ({_bits_stale(p.add(scope.site_ids[0]), [goal], [bit], p)}) AS r" if bit is not None else ""
     sql = f"""{start}{d.cte("conv", converted, materialized=True)},
 page AS (SELECT page_session, {skipped} + row_number() OVER (ORDER BY page_end DESC, page_session) AS rn
          FROM ({top}) AS top),
@@ -455,8 +481,8 @@ s AS (
     max(timestamp) AS session_end
   {rows} AND session_id IN (SELECT page_session FROM page)
   GROUP BY session_id)
-SELECT t.total_count, page.rn, s.*
-FROM (SELECT count(*) AS total_count FROM conv) AS t
+SELECT t.total_count, page.rn, s.*{", r.stale AS stale_result" if stale else ""}
+FROM (SELECT count(*) AS total_count FROM conv) AS t{stale}
 LEFT JOIN page ON true LEFT JOIN s ON s.session_id = page.page_session
 ORDER BY page.rn"""
     return p.query(sql)
@@ -479,8 +505,19 @@ def build_goal_breakdown_events_query(
     return _goal_breakdown_query(scope, goal, parameter, d, page, facts=False)
 
 
+def build_goal_breakdown_stored_query(
+    scope: Scope, goal: GoalSpec, parameter: str, bit: int, d: Dialect, page: Page = FIRST_BREAKDOWN_PAGE
+) -> Query:
+    """``build_goal_breakdown_query`` by a session-level ``parameter``, whole sessions converted by their stored
+    ``goal_mask``, where the goal is bit ``bit``; each row's ``stale_result`` as in ``build_goals_stored_query``."""
+    _require_stored(scope, d)
+    if parameter not in SESSION_PARAMETERS:
+        raise ValueError(f"{parameter} is not a session-level parameter")
+    return _goal_breakdown_query(scope, goal, parameter, d, page, facts=True, bit=bit)
+
+
 def _goal_breakdown_query(
-    scope: Scope, goal: GoalSpec, parameter: str, d: Dialect, page: Page, *, facts: bool
+    scope: Scope, goal: GoalSpec, parameter: str, d: Dialect, page: Page, *, facts: bool, bit: int | None = None
 ) -> Query:
     p = Params()
     start = opening(scope, d, p, rows_needed=parameter not in SESSION_PARAMETERS)
@@ -491,12 +528,15 @@ def _goal_breakdown_query(
         if not facts:
             per_session = session_groups(scope, columns, d, p)
         else:
-            # Whole sessions: the stored value, converted when one of their in-window events matches; edge
-            # sessions grouped from their events as before.
-            window = window_condition(scope.site_ids, scope.window, p)
-            hits = f"SELECT session_id FROM events WHERE {window} AND {condition}"
+            # Whole sessions: the stored value, converted when their stored goal bit is set, or else when one of
+            # their in-window events matches; edge sessions grouped from their events as before.
+            if bit is not None:
+                converted = f"{d.bit_and('goal_mask', str(1 << bit))} <> 0"
+            else:
+                window = window_condition(scope.site_ids, scope.window, p)
+                converted = f"session_id IN (SELECT session_id FROM events WHERE {window} AND {condition})"
             whole = whole_sessions(
-                scope, f"session_id, {fact_column(parameter)} AS value, session_id IN ({hits}) AS converted", d, p
+                scope, f"session_id, {fact_column(parameter)} AS value, {converted} AS converted", d, p
             )
             edge = edge_sessions(scope, columns, d, p)
             per_session = f"{whole} UNION ALL SELECT session_id, value, converted FROM ({edge}) AS e"
@@ -526,12 +566,21 @@ totals AS (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) 
              (SELECT count(*) FROM grouped) AS total_values
            FROM conv),
 """
-    return p.query(sql + _BREAKDOWN_PAGE.format(limit=int(page.limit), offset=int(page.offset)))
+    stale = f", ({_bits_stale(p.add(scope.site_ids[0]), [goal], [bit], p)}) AS r" if bit is not None else ""
+    return p.query(
+        sql
+        + _BREAKDOWN_PAGE.format(
+            limit=int(page.limit),
+            offset=int(page.offset),
+            stale=", r.stale AS stale_result" if stale else "",
+            stale_from=stale,
+        )
+    )
 
 
 # The end of a breakdown query after its ``grouped`` and ``totals`` CTEs: one page of values, best rate first.
 _BREAKDOWN_PAGE = """paged AS (SELECT * FROM grouped
   ORDER BY CAST(conversions AS DOUBLE) / sessions DESC, sessions DESC, value
   LIMIT {limit} OFFSET {offset})
-SELECT t.total_sessions, t.total_conversions, t.total_values, g.value, g.sessions, g.conversions
-FROM totals AS t LEFT JOIN paged AS g ON true"""
+SELECT t.total_sessions, t.total_conversions, t.total_values, g.value, g.sessions, g.conversions{stale}
+FROM totals AS t{stale_from} LEFT JOIN paged AS g ON true"""

@@ -64,34 +64,47 @@ class EventReader:
     def goals_counts(
         self, scope: Scope, goals: Sequence[GoalSpec], site_goals: Callable[[], Sequence[GoalSpec]] | None = None
     ) -> Mapping[str, int]:
-        """The goals list row (``sessions``, ``g0``, ...): from a per-value rollup when one fits, else from the
-        sessions' stored goal bits when the store keeps them for ``goals``, else grouped from the events.
-
-        ``site_goals`` gives every goal of the site: when a goal has no stored bit yet, the store is asked in the
-        background to keep those (``store/goal_bits.py``), and this read groups the events.
-        """
+        """The goals list row (``sessions``, ``g0``, ...): from a per-value rollup when one fits, else as
+        ``goal_rows`` reads it, from the sessions' stored goal bits or grouped from the events."""
         row = goals_counts_from_rollup(self.rollups, scope, goals, self._run, self.dialect)
-        if row is None:
-            row = self._stored_goals_counts(scope, goals, site_goals)
-        if row is None:
-            row = self.rows(build_goals_query(scope, goals, self.dialect), scope)[0]
-        return row
+        if row is not None:
+            return row
+        return self.goal_rows(
+            scope,
+            goals,
+            lambda bits: build_goals_stored_query(scope, goals, bits, self.dialect),
+            build_goals_query(scope, goals, self.dialect),
+            site_goals,
+        )[0]
 
-    def _stored_goals_counts(
-        self, scope: Scope, goals: Sequence[GoalSpec], site_goals: Callable[[], Sequence[GoalSpec]] | None
-    ) -> dict[str, Any] | None:
-        if len(scope.site_ids) != 1 or not facts_answer(scope, self.dialect):
-            return None
-        (site_id,) = scope.site_ids
-        bits = self._store.stored_goal_bits(site_id, goals)
-        if bits is None:
-            if site_goals is not None:
+    def goal_rows(
+        self,
+        scope: Scope,
+        goals: Sequence[GoalSpec],
+        stored: Callable[[Sequence[int]], Query] | None,
+        grouped: Query,
+        site_goals: Callable[[], Sequence[GoalSpec]] | None = None,
+    ) -> Rows:
+        """The rows of a goal query: ``stored(bits)`` when the store keeps the bits of ``goals`` (``bits[i]`` is
+        ``goals[i]``'s) and they still stood when it read them, else ``grouped``, which groups the events.
+
+        ``stored`` is None where the question has no form reading bits. ``site_goals`` gives every goal of the site:
+        when one of ``goals`` has no stored bit yet, the store is asked in the background to keep those
+        (``store/goal_bits.py``), and this read groups the events.
+        """
+        if stored is not None and len(scope.site_ids) == 1 and facts_answer(scope, self.dialect):
+            (site_id,) = scope.site_ids
+            bits = self._store.stored_goal_bits(site_id, goals)
+            if bits is None and site_goals is not None:
                 self.store_goal_bits_soon(site_id, site_goals)
-            return None
-        row = self.rows(build_goals_stored_query(scope, goals, bits, self.dialect), scope)[0]
-        if row.pop("stale_result"):  # a goal changed since the bits were looked up
-            return None
-        return row
+            if bits is not None:
+                rows = self.rows(stored(bits), scope)
+                # Every row carries the same flag; a goal changed since the bits were looked up when it is set.
+                if not (rows and rows[0]["stale_result"]):
+                    for row in rows:
+                        del row["stale_result"]
+                    return rows
+        return self.rows(grouped, scope)
 
     def store_goal_bits_soon(self, site_id: int, site_goals: Callable[[], Sequence[GoalSpec]]) -> None:
         """Have the store keep the bits of the site's goals, in a thread of its own (one per site at a time; one asked

@@ -12,12 +12,14 @@ from api_backend.auth import ServicesDep, SiteMember, SiteReader
 from api_backend.domain.goals import goal_json, validate_goal_body
 from api_backend.errors import InvalidRequestError, NotFoundError
 from api_backend.formats import iso_utc
-from api_backend.query.filters import parse_parameter
+from api_backend.query.filters import SESSION_PARAMETERS, parse_parameter
 from api_backend.query.goals import (
     BREAKDOWN_PAGE,
     GoalSpec,
     build_goal_breakdown_query,
+    build_goal_breakdown_stored_query,
     build_goal_sessions_query,
+    build_goal_sessions_stored_query,
 )
 from api_backend.query.paging import parse_page
 from api_backend.routes.read_params import ReadQuery
@@ -159,8 +161,14 @@ def goal_sessions(
     goal = _site_goal(services, access.site.site_id, goal_id)
     paging = parse_page(page, limit, 25, 100)
     scope = params.scope(access.site.site_id)
-    query = build_goal_sessions_query(scope, _spec(goal), paging.limit, paging.offset, services.reader.dialect)
-    rows = services.reader.rows(query, scope)
+    spec, d = _spec(goal), services.reader.dialect
+    rows = services.reader.goal_rows(
+        scope,
+        [spec],
+        lambda bits: build_goal_sessions_stored_query(scope, spec, bits[0], paging.limit, paging.offset, d),
+        build_goal_sessions_query(scope, spec, paging.limit, paging.offset, d),
+        _site_specs(services, access.site.site_id),
+    )
     total = int(rows[0]["total_count"]) if rows else 0
     return {"data": [_session_json(r) for r in rows if r["rn"] is not None], "totalCount": total}
 
@@ -184,8 +192,17 @@ def goal_breakdown(
     parameter = parse_parameter(parameter)
     paging = parse_page(page, limit, BREAKDOWN_PAGE, BREAKDOWN_PAGE)
     scope = params.scope(access.site.site_id)
-    query = build_goal_breakdown_query(scope, _spec(goal), parameter, services.reader.dialect, paging)
-    rows = services.reader.rows(query, scope)
+    spec, d = _spec(goal), services.reader.dialect
+    rows = services.reader.goal_rows(
+        scope,
+        [spec],
+        # The bits say which sessions converted; a parameter with one value per session reads the rest from them.
+        (lambda bits: build_goal_breakdown_stored_query(scope, spec, parameter, bits[0], d, paging))
+        if parameter in SESSION_PARAMETERS
+        else None,
+        build_goal_breakdown_query(scope, spec, parameter, d, paging),
+        _site_specs(services, access.site.site_id),
+    )
     data = []
     for row in rows:
         if row["value"] is None:

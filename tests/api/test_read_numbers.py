@@ -273,9 +273,10 @@ def test_read007b_more_goals_than_one_mask_holds_match_pandas(world: World) -> N
 def test_read007c_goals_from_stored_goal_bits_match_pandas_and_an_edited_goal_is_read_again(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Creating goals has the DuckDB store keep each session's goal bits; once kept, the goals list reads them (no
-    event of a whole session) with the numbers pandas gives, and so after a goal is edited and its new bit kept. A
-    goal without a kept bit is counted from the events. The ClickHouse store keeps none and always groups events."""
+    """Creating goals has the DuckDB store keep each session's goal bits; once kept, the goals list, each goal's
+    breakdown by channel and its sessions read them (no event of a whole session) with the numbers pandas gives, and
+    so after a goal is edited and its new bit kept. A goal without a kept bit is counted from the events. The
+    ClickHouse store keeps none and always groups events."""
     site = make_site(world.services, world.owner, "goal-bits.example")
     rows = truth.generate_events(site.site_id, sessions=150, seed=31)
     world.services.events.append(rows_to_table(rows))
@@ -290,6 +291,7 @@ def test_read007c_goals_from_stored_goal_bits_match_pandas_and_an_edited_goal_is
     run = reader._run
     monkeypatch.setattr(reader, "_run", lambda query: ran.append(query.sql) or run(query))
     in_range = truth.window_rows(truth.frame(rows), WINDOW_START, WINDOW_END)
+    sessions = truth.sessions_of(in_range)
     duckdb = world.services.events.dialect == "duckdb"
 
     def read(goals: list[dict[str, Any]]) -> None:
@@ -303,6 +305,30 @@ def test_read007c_goals_from_stored_goal_bits_match_pandas_and_an_edited_goal_is
             expected = truth.expected_goal(in_range, goal)[:2]
             assert (by_id[goal_id]["total_sessions"], by_id[goal_id]["total_conversions"]) == expected, goal
         assert any("goal_mask" in sql for sql in ran) == duckdb
+        ran.clear()
+        for goal_id, goal in zip(ids, goals, strict=True):
+            _, conversions, converted = truth.expected_goal(in_range, goal)
+            response = world.client.get(
+                f"{goals_path}/{goal_id}/breakdown", params={"parameter": "channel", **WINDOW}, headers=headers
+            )
+            assert response.status_code == 200, response.text
+            assert response.json()["meta"]["total_conversions"] == conversions
+            got = {i["value"]: (i["sessions"], i["conversions"]) for i in response.json()["data"]}
+            expected_values = {
+                channel: (len(members), len(set(members) & converted))
+                for channel, members in sessions.groupby("channel").groups.items()
+            }
+            assert got == expected_values, goal
+            response = world.client.get(
+                f"{goals_path}/{goal_id}/sessions", params={"limit": "100", **WINDOW}, headers=headers
+            )
+            assert response.status_code == 200, response.text
+            assert response.json()["totalCount"] == conversions
+            assert {s["session_id"] for s in response.json()["data"]} == converted, goal
+        # Every goal query that ran read the bits on DuckDB and the events on ClickHouse (an unchanged goal's answers
+        # come from the result cache; the count keying that cache names no session).
+        asked = [sql for sql in ran if "session_id" in sql]
+        assert asked and all(("goal_mask" in sql) == duckdb for sql in asked)
 
     def specs() -> list[GoalSpec]:
         return [

@@ -11,7 +11,18 @@ from typing import Any
 import pytest
 
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.goals import MASK_BITS, GoalSpec, build_goals_query, build_goals_stored_query, goal_definition
+from api_backend.query.goals import (
+    MASK_BITS,
+    GoalSpec,
+    build_goal_breakdown_events_query,
+    build_goal_breakdown_stored_query,
+    build_goal_sessions_events_query,
+    build_goal_sessions_stored_query,
+    build_goals_query,
+    build_goals_stored_query,
+    goal_definition,
+)
+from api_backend.query.paging import Page
 from api_backend.query.scope import Scope
 from api_backend.query.window import Window
 from api_backend.store import duckdb as duckdb_module
@@ -19,7 +30,7 @@ from api_backend.store import goal_bits as goal_bits_module
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 from api_backend.store.goal_bits import FILL_SLICE_EVENTS, build_bit_register, fill_slices, plan_bits
-from tests.store.test_session_facts import START, append_shuffled, random_events, random_scope, run
+from tests.store.test_session_facts import START, append_shuffled, assert_same, random_events, random_scope, run
 
 GOALS = [
     GoalSpec(1, "path", {"pathPattern": "/pricing"}),
@@ -249,4 +260,64 @@ def test_goalbits011_registering_clears_a_bit_a_slice_missed():
     assert store.query(set_before)[0][0] > 0
     store._in_one_transaction(build_bit_register(1, 0, goal_definition(GOALS[2])))  # no slice cleared it
     assert store.query(set_before) == [(0,)]
+    store.close()
+
+
+# Session-level parameters a goal breakdown reads from the stored sessions with their goal bits.
+BREAKDOWN_PARAMETERS = ("channel", "country", "browser", "entry_page", "exit_page", "referrer", "utm_source")
+
+
+def stored_rows(store: DuckDBEventStore, query_for_bit: Any, goal: GoalSpec, site: int) -> list[dict[str, Any]]:
+    bits = store.stored_goal_bits(site, [goal])
+    assert bits is not None
+    query = query_for_bit(bits[0])
+    assert "goal_mask" in query.sql
+    rows = run(store, query)
+    assert rows and all(row.pop("stale_result") is False for row in rows)
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_goalbits012_a_goal_breakdown_and_sessions_from_stored_bits_equal_the_event_grouping(registered, seed):
+    rng = random.Random(7000 + seed)
+    scope = random_scope(rng, seed)
+    scope = Scope(scope.site_ids[:1], scope.window, scope.filters)
+    site, goal = scope.site_ids[0], rng.choice(LATER_GOALS)
+    parameter = rng.choice(BREAKDOWN_PARAMETERS)
+    page = Page(rng.randrange(1, 3), rng.choice((2, 5, 1000)))
+    stored = stored_rows(
+        registered, lambda bit: build_goal_breakdown_stored_query(scope, goal, parameter, bit, DUCKDB, page), goal, site
+    )
+    events = run(registered, build_goal_breakdown_events_query(scope, goal, parameter, DUCKDB, page))
+    key = lambda row: (row["value"] is None, row["value"] or "")  # noqa: E731
+    assert_same(sorted(stored, key=key), sorted(events, key=key), (scope, goal, parameter, page))
+
+    limit, offset = rng.choice((3, 25)), rng.choice((0, 3, 40))
+    stored = stored_rows(
+        registered, lambda bit: build_goal_sessions_stored_query(scope, goal, bit, limit, offset, DUCKDB), goal, site
+    )
+    events = run(registered, build_goal_sessions_events_query(scope, goal, limit, offset, DUCKDB))
+    assert stored == events, (scope, goal, limit, offset)
+
+
+def test_goalbits013_a_breakdown_or_sessions_read_whose_bit_changed_meanwhile_says_its_result_is_stale():
+    store = DuckDBEventStore(":memory:")
+    store.append(rows_to_table(random_events(random.Random(13), 200)))
+    store.store_goal_bits(1, GOALS)
+    scope = Scope((1,), Window(None, None, "UTC"))
+    blog = GOALS[1]
+    [bit] = store.stored_goal_bits(1, [blog]) or []
+    queries = [
+        build_goal_breakdown_stored_query(scope, blog, "channel", bit, DUCKDB),
+        build_goal_sessions_stored_query(scope, blog, bit, 25, 0, DUCKDB),
+    ]
+    for query in queries:
+        rows = run(store, query)
+        assert rows and all(row["stale_result"] is False for row in rows)
+    store.store_goal_bits(1, LATER_GOALS)  # /blog/* gives up its bit, and /*/a takes it
+    for query in queries:
+        rows = run(store, query)
+        assert rows and all(row["stale_result"] is True for row in rows)
+    with pytest.raises(ValueError):  # a parameter with several values per session has no stored form
+        build_goal_breakdown_stored_query(scope, blog, "pathname", bit, DUCKDB)
     store.close()
