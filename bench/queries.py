@@ -2,7 +2,8 @@
 
 - **API**: the route over HTTP on loopback (routing, auth, validation, the query, JSON), as a client sees it.
 - **DuckDB**: the SQL the route runs, built by the same query builders from ``api_backend.query`` and run with the
-  same ``DuckDBEventStore`` class on a copy of the server's event file (the server holds the original's lock).
+  same ``DuckDBEventStore`` class on a copy of the server's event file (the server holds the original's lock). The
+  goal routes read the goals' bits where the copy keeps them (``ReadContext.goal_bits``), as the routes do.
 - **ClickHouse**: equivalent ClickHouse SQL written here, on chdb loaded with the same rows.
 
 Every implementation returns the same canonical value (plain numbers keyed by value), so a run also checks that
@@ -25,8 +26,11 @@ from api_backend.query.funnels import build_funnel_query
 from api_backend.query.goals import (
     GoalSpec,
     build_goal_breakdown_query,
+    build_goal_breakdown_stored_query,
     build_goal_sessions_query,
+    build_goal_sessions_stored_query,
     build_goals_query,
+    build_goals_stored_query,
 )
 from api_backend.query.js_errors import build_error_names_query, build_error_series_query
 from api_backend.query.metric import build_metric_query
@@ -114,6 +118,10 @@ class ReadContext:
     def specs(self) -> list[GoalSpec]:
         return [GoalSpec(g[0], g[2], g[3]) for g in self.goals]
 
+    def goal_bits(self, goals: list[GoalSpec]) -> list[int] | None:
+        """The bits of ``goals`` the DuckDB copy keeps (None when one has none: the routes then group the events)."""
+        return self.duck.stored_goal_bits(self.site_id, goals)
+
     def get(self, path: str, **params: Any) -> Any:
         response = self.http.get(path, params={**self.date_params, **params})
         response.raise_for_status()
@@ -200,9 +208,14 @@ def _goals_http(ctx: ReadContext, filters: list[dict[str, Any]] | None = None) -
 
 
 def _goals_duck(ctx: ReadContext, filters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    specs = ctx.specs
-    query = build_goals_query(ctx.scope(filters), specs, DUCKDB)
+    specs, scope = ctx.specs, ctx.scope(filters)
+    bits = ctx.goal_bits(specs)
+    if bits is None:
+        query = build_goals_query(scope, specs, DUCKDB)
+    else:
+        query = build_goals_stored_query(scope, specs, bits, DUCKDB)
     row = ctx.duck.query_dicts(query.sql, query.params)[0]
+    assert not row.get("stale_result")
     conversions = {s.goal_id: int(row[f"g{i}"]) for i, s in enumerate(specs)}
     return {"sessions": int(row["sessions"]), "conversions": conversions}
 
@@ -229,8 +242,14 @@ def _sessions_http(ctx: ReadContext) -> dict[str, Any]:
 
 
 def _sessions_duck(ctx: ReadContext) -> dict[str, Any]:
-    query = build_goal_sessions_query(ctx.scope(), ctx.goal_spec(SESSIONS_GOAL), 25, 0, DUCKDB)
+    spec = ctx.goal_spec(SESSIONS_GOAL)
+    bits = ctx.goal_bits([spec])
+    if bits is None:
+        query = build_goal_sessions_query(ctx.scope(), spec, 25, 0, DUCKDB)
+    else:
+        query = build_goal_sessions_stored_query(ctx.scope(), spec, bits[0], 25, 0, DUCKDB)
     result = ctx.duck.query_dicts(query.sql, query.params)
+    assert not (result and result[0].get("stale_result"))
     rows = [
         (r["session_id"], int(r["pageviews"]), _iso(r["session_start"]), _iso(r["session_end"]))
         for r in result
@@ -269,8 +288,14 @@ def _breakdown_http(ctx: ReadContext) -> dict[str, Any]:
 
 
 def _breakdown_duck(ctx: ReadContext) -> dict[str, Any]:
-    query = build_goal_breakdown_query(ctx.scope(), ctx.goal_spec(BREAKDOWN_GOAL), "channel", DUCKDB)
+    spec = ctx.goal_spec(BREAKDOWN_GOAL)
+    bits = ctx.goal_bits([spec])
+    if bits is None:
+        query = build_goal_breakdown_query(ctx.scope(), spec, "channel", DUCKDB)
+    else:
+        query = build_goal_breakdown_stored_query(ctx.scope(), spec, "channel", bits[0], DUCKDB)
     rows = ctx.duck.query_dicts(query.sql, query.params)
+    assert not rows[0].get("stale_result")
     values = {r["value"]: (int(r["sessions"]), int(r["conversions"])) for r in rows if r["value"] is not None}
     first = rows[0]
     return {"total": (int(first["total_sessions"]), int(first["total_conversions"])), "values": values}

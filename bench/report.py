@@ -488,7 +488,14 @@ def render_markdown(results: dict[str, Any]) -> str:
                 "the route over HTTP with an API key: its first call computes the answer, the warm runs may be "
                 "answered from the server's result cache (exact: keyed on the number of events in the window, so any "
                 "event acknowledged into the window makes the next read compute afresh); DuckDB = the SQL that route "
-                "runs (same query builders, same store class) on a copy of the server's file; ClickHouse = equivalent "
+                "runs (same query builders, same store class) on a copy of the server's file"
+                + (
+                    f" (the goal routes from the goals' bits, stored in the copy in {r['goal_bits_seconds']:.1f} s "
+                    "after the goals were created, as the server stores them)"
+                    if "goal_bits_seconds" in r
+                    else ""
+                )
+                + "; ClickHouse = equivalent "
                 "ClickHouse SQL on chdb with the same rows; API on ClickHouse store = the same routes served by a "
                 "second server whose events live in ClickHouse (embedded chdb, copied by `sitelens migrate-events`), "
                 'first call and warm p50. "same numbers" compares every result with the API on DuckDB.',
