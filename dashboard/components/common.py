@@ -153,12 +153,25 @@ class RangeEnds:
     """Where a view's range begins and ends, which tells the chart buckets it holds only part of.
 
     ``first_day`` and ``last_day`` are the range's first and last dates (None when it has none); ``ends_now``
-    says the range runs up to now (see ``ViewState.ends_now``).
+    says the range runs up to now (see ``ViewState.ends_now``); ``ends_at_this_time`` that it ends on its last day at
+    the time of day it is now (the period before a range ending now, see ``before``).
     """
 
     first_day: date | None = None
     last_day: date | None = None
     ends_now: bool = False
+    ends_at_this_time: bool = False
+
+    def before(self) -> RangeEnds:
+        """The ends of the period of the same length just before the range, the one the API compares it with.
+
+        A range ending now is compared with one ending as many days earlier at the same time of day, so that
+        period's last bucket is cut too. A range without dates has no period before it.
+        """
+        if self.first_day is None or self.last_day is None:
+            return RangeEnds()
+        days = self.last_day - self.first_day + timedelta(days=1)
+        return RangeEnds(self.first_day - days, self.last_day - days, ends_at_this_time=self.ends_now)
 
     def notes(self, starts: Sequence[datetime], bucket: str) -> list[str]:
         """What each bucket's value is read with when the range holds only part of it, "" for a whole bucket.
@@ -175,6 +188,9 @@ class RangeEnds:
             notes[0] = f"from {_short_date(self.first_day)}"
         if self.ends_now:
             last = "so far"
+        elif self.ends_at_this_time and self.last_day is not None:
+            at = "" if bucket not in ("week", "month") else f"{_short_date(self.last_day)}, "  # a day says its date
+            last = f"to {at}this time of day"
         elif self.last_day is not None and _bucket_end(starts[-1], bucket).date() > self.last_day + timedelta(days=1):
             last = f"to {_short_date(self.last_day)}"
         else:

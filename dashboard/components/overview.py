@@ -142,7 +142,8 @@ def series_figure(
     gives the instant: local midnight in Tokyo is 15:00 UTC the day before, which the chart would show as that day).
     A bucket the range holds only part of (``ends``, see ``RangeEnds.notes``: the last one of a range ending now, a
     week or month cut by the range's first or last day) is joined to its neighbour by a dotted line and its value
-    reads with its note ("so far", "from Nov 3"), rather than as a fall at an end of the range.
+    reads with its note ("so far", "from Nov 3"), rather than as a fall at an end of the range. The previous period's
+    dates read with the notes of its own cut buckets (``RangeEnds.before``).
     """
 
     def wall_clock(b: Any) -> datetime:
@@ -153,13 +154,16 @@ def series_figure(
     label = next((lbl for key, lbl, _, _ in HEADLINES if key == metric), metric)
     fig = go.Figure()
     if previous:
+        before = [wall_clock(b) for b in previous]
+        before_notes = (ends or RangeEnds()).before().notes(before, bucket)
         fig.add_trace(
             go.Scatter(
                 x=times[: len(previous)],
                 y=[value_of(b, metric) for b in previous][: len(times)],
                 customdata=[
-                    f"{wall_clock(b):%Y-%m-%d %H:%M}" if bucket == "hour" else f"{wall_clock(b):%Y-%m-%d}"
-                    for b in previous
+                    (f"{start:%Y-%m-%d %H:%M}" if bucket == "hour" else f"{start:%Y-%m-%d}")
+                    + (f" ({note})" if note else "")
+                    for start, note in zip(before, before_notes, strict=True)
                 ],
                 name="Previous period",
                 mode="lines",

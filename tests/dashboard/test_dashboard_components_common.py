@@ -213,6 +213,23 @@ def test_common_range_ends_name_the_buckets_a_range_holds_only_part_of():
     assert RangeEnds(date(2026, 11, 6), date(2026, 11, 6), ends_now=True).notes(minutes, "minute")[-1] == "so far"
 
 
+def test_common_range_ends_of_the_period_before_cut_its_own_buckets():
+    """The period the API compares a range with (the same number of days just before) has cut buckets of its own,
+    and a range ending now is compared with one ending at the same time of day."""
+    before = RangeEnds(date(2026, 11, 4), date(2026, 11, 27)).before()  # 24 days: Oct 11 (a Sunday) to Nov 3
+    assert before == RangeEnds(date(2026, 10, 11), date(2026, 11, 3))
+    mondays = [datetime(2026, 10, 5) + timedelta(days=7 * i) for i in range(5)]
+    assert before.notes(mondays, "week") == ["from Oct 11", "", "", "", "to Nov 3"]
+    days = [datetime(2026, 11, 13) + timedelta(days=i) for i in range(7)]
+    week_to_now = RangeEnds(date(2026, 11, 20), date(2026, 11, 26), ends_now=True).before()
+    assert week_to_now == RangeEnds(date(2026, 11, 13), date(2026, 11, 19), ends_at_this_time=True)
+    assert week_to_now.notes(days, "day") == ["", "", "", "", "", "", "to this time of day"]
+    weeks = [datetime(2026, 11, 9), datetime(2026, 11, 16)]
+    assert week_to_now.notes(weeks, "week") == ["from Nov 13", "to Nov 19, this time of day"]
+    assert RangeEnds(date(2026, 11, 20), date(2026, 11, 26)).before().notes(days, "day") == [""] * 7
+    assert RangeEnds().before() == RangeEnds() and RangeEnds(ends_now=True).before() == RangeEnds()
+
+
 def test_common_week_and_month_ticks_sit_on_the_buckets():
     """Weeks are labelled on their Mondays and months on their first days, the last bucket always, seven at most."""
     weeks = [datetime(2026, 11, 2) + timedelta(days=7 * i) for i in range(4)]

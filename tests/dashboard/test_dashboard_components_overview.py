@@ -136,6 +136,29 @@ def test_components_overview_series_weeks_cut_by_the_range():
     ]
 
 
+def test_components_overview_series_previous_period_dates_read_with_their_cut_buckets():
+    """The previous period's weeks are cut by its own first and last days: its dates say so on hover."""
+    current = [{"time": f"2026-11-{d:02d}T00:00:00Z", "users": n} for d, n in ((2, 30), (9, 70), (16, 72), (23, 40))]
+    previous = [{"time": f"2026-10-{d:02d}T00:00:00Z", "users": n} for d, n in ((5, 9), (12, 60), (19, 66), (26, 64))]
+    previous.append({"time": "2026-11-02T00:00:00Z", "users": 20})
+    figure = ui.series_figure(current, previous, "users", "week", ends=RangeEnds(date(2026, 11, 4), date(2026, 11, 27)))
+    assert list(figure.data[0].customdata) == [
+        "2026-10-05 (from Oct 11)",
+        "2026-10-12",
+        "2026-10-19",
+        "2026-10-26",
+        "2026-11-02 (to Nov 3)",
+    ]
+    # A range ending now is compared with the same days before, up to the same time of day.
+    days, days_before = (
+        [{"time": f"2026-11-{d}T00:00:00Z", "users": 5} for d in pair] for pair in ((25, 26), (23, 24))
+    )
+    so_far = ui.series_figure(
+        days, days_before, "users", "day", ends=RangeEnds(date(2026, 11, 25), date(2026, 11, 26), ends_now=True)
+    )
+    assert list(so_far.data[0].customdata) == ["2026-11-23", "2026-11-24 (to this time of day)"]
+
+
 def test_components_overview_series_without_buckets():
     """An all-time range of a site with no events has no buckets: the chart is empty, not an error."""
     figure = ui.series_figure([], [], "users", "week", ends=RangeEnds(ends_now=True))
