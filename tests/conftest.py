@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,11 +60,18 @@ def _dropdown_picks_or_fails() -> None:
     from selenium.webdriver.common.by import By
 
     def select_dcc_dropdown(self, elem_or_selector, value=None, index=None):
+        clicked = [0.0]  # when the dropdown was last clicked open (monotonic seconds)
+
+        def open_it() -> None:
+            self._get_element(elem_or_selector).click()
+            clicked[0] = time.monotonic()
+
         def option():
             try:
                 menus = self.driver.find_elements(By.CSS_SELECTOR, ".dash-dropdown-options")
                 if not menus:
-                    self._get_element(elem_or_selector).click()
+                    if time.monotonic() - clicked[0] > 1.0:  # a menu still opening is left to open
+                        open_it()
                     return None
                 options = menus[0].find_elements(By.CSS_SELECTOR, ".dash-dropdown-option")
                 if isinstance(index, int):
@@ -79,7 +87,7 @@ def _dropdown_picks_or_fails() -> None:
             except StaleElementReferenceException:
                 return False
 
-        self._get_element(elem_or_selector).click()
+        open_it()
         wait_until(picked, 20, f"{elem_or_selector}: the option {value!r} kept being redrawn")
 
     Browser.select_dcc_dropdown = select_dcc_dropdown
