@@ -87,10 +87,27 @@ def _headline(d: Dialect, split_users: bool) -> str:
     if d.distinct_aggregates:
         users = " + ".join(f"count(DISTINCT {c})" for c in columns)
     else:
-        users = " + ".join(
-            f"(SELECT count(*) FROM (SELECT DISTINCT {c} FROM s WHERE {c} IS NOT NULL) AS d_{c})" for c in columns
-        )
+        users = " + ".join(_distinct_count(c) for c in columns)
     return _HEADLINE.format(users=users)
+
+
+def _distinct_count(column: str) -> str:
+    """The distinct non-NULL values of ``column`` in ``s``, counted by groupings DuckDB can spill.
+
+    The numbers (``unum``) are counted in two halves, below and from 2**63, one grouping after the other: no value
+    is in both, and each grouping holds half as many. At 100M events the overview's 24M session users, 18M of them
+    distinct, came near the 1 GB limit in one grouping; in two the overview took 1,790 -> 1,490 ms (121 -> 115 ms
+    at 10M).
+    """
+    if column == "unum":
+        parts = [f"{column} < {2**63}", f"{column} >= {2**63}"]
+    else:
+        parts = [f"{column} IS NOT NULL"]
+    counts = [
+        f"(SELECT count(*) FROM (SELECT DISTINCT {column} FROM s WHERE {part}) AS d_{column}_{n})"
+        for n, part in enumerate(parts)
+    ]
+    return "(" + " + ".join(counts) + ")"
 
 
 def _sessions_cte(scope: Scope, d: Dialect, p: Params) -> str:

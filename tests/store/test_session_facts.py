@@ -358,6 +358,44 @@ def test_facts003_windows_cutting_sessions_count_only_their_in_window_events():
     assert [(r["bucket"].day, r["sessions"], r["pageviews"]) for r in series] == [(10, 1, 2), (11, 0, 2)]
 
 
+def test_facts026_users_as_numbers_are_counted_once_on_either_side_of_the_halves():
+    """The overview counts the numbers below and from 2**63 apart: values at both ends of each half, each user in
+    two sessions, and an identified user that is also a visitor id, give one user each."""
+    store = DuckDBEventStore(":memory:")
+    users = [
+        ("0000000000000000", ""),
+        ("7fffffffffffffff", ""),
+        ("8000000000000000", ""),
+        ("ffffffffffffffff", ""),
+        ("visitor-a", "8000000000000000"),  # the identified id wins, and it is a visitor id counted above
+        ("visitor-b", "member-1"),
+        ("visitor-c", "member-1"),
+        ("7FFFFFFFFFFFFFFF", ""),  # upper case: a string, not the number
+    ]
+    rows = []
+    for n, (visitor, member) in enumerate(users):
+        for repeat in range(2):
+            at = datetime(2026, 3, 10, 8) + timedelta(hours=n, minutes=40 * repeat)
+            rows.append(
+                {
+                    "site_id": 1,
+                    "timestamp": at,
+                    "session_id": f"s{n}-{repeat}",
+                    "user_id": visitor,
+                    "identified_user_id": member,
+                    "type": "pageview",
+                }
+            )
+    store.append(rows_to_table(rows))
+    scope = Scope((1,), Window(datetime(2026, 3, 10), datetime(2026, 3, 11), mode="date"))
+    facts = build_overview_query(scope, DUCKDB)
+    assert f"unum >= {2**63}" in facts.sql
+    row = run(store, facts)[0]
+    # 0000..., 7fff..., 8000... (twice over), ffff..., member-1, 7FFF...
+    assert (row["sessions"], row["users"]) == (16, 6)
+    assert_same(run(store, facts), run(store, build_overview_events_query(scope, DUCKDB)), scope)
+
+
 def test_facts004_row_filters_and_engines_without_the_table_use_the_event_grouping():
     window = Window(datetime(2026, 3, 1), datetime(2026, 3, 2))
     filters = parse_filters('[{"parameter": "country", "type": "equals", "value": ["DE"]}]')
