@@ -39,7 +39,6 @@ __all__ = [
     "facts_answer",
     "qualifying_sessions",
     "session_aggregates",
-    "session_ends",
     "since_first_stored_event",
     "whole_sessions",
 ]
@@ -215,13 +214,6 @@ def qualifying_sessions(scope: Scope, d: Dialect, p: Params) -> str:
     """``SELECT session_id ...``: every session the scope counts, once (whole ones from the table, then edge ones)."""
     edge = edge_sessions(scope, "", d, p)
     return f"{whole_sessions(scope, 'session_id', d, p)} UNION ALL SELECT session_id FROM ({edge}) AS edge"
-
-
-def session_ends(scope: Scope, d: Dialect, p: Params) -> str:
-    """``SELECT session_id, session_end ...``: every qualifying session and its last in-window event."""
-    whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
-    edge = edge_sessions(scope, ", max(timestamp) AS session_end", d, p)
-    return f"{whole} UNION ALL SELECT session_id, session_end FROM ({edge}) AS edge"
 
 
 def since_first_stored_event(site_ids: tuple[int, ...], session_ids: str, p: Params) -> str:
