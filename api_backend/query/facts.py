@@ -16,6 +16,8 @@ because a session id belongs to one site (ingestion draws it at random, 128 bits
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from api_backend.query.dialect import Dialect
 from api_backend.query.filters import (
     EFFECTIVE_USER,
@@ -216,11 +218,18 @@ def qualifying_sessions(scope: Scope, d: Dialect, p: Params) -> str:
     return f"{whole_sessions(scope, 'session_id', d, p)} UNION ALL SELECT session_id FROM ({edge}) AS edge"
 
 
-def since_first_stored_event(site_ids: tuple[int, ...], session_ids: str, p: Params) -> str:
+def since_first_stored_event(
+    site_ids: tuple[int, ...], session_ids: str, p: Params, ending_after: datetime | None = None
+) -> str:
     """``timestamp >= ...``: no event of the sessions ``session_ids`` (SQL) is older than the first one stored.
 
     A bound on the events read for a few sessions, so the engine skips the blocks before them (a page of recent
     sessions reads the last hours of the window, not all of it). With none of them stored it bounds nothing.
+    ``ending_after``, when no session of ``session_ids`` has its last event before it, bounds the stored sessions
+    searched by their ``last_seen`` (which only grows), so the table's blocks of earlier sessions are skipped.
     """
-    first = f"SELECT min(first_seen) FROM sessions WHERE {_sites(site_ids, p)} AND session_id IN ({session_ids})"
+    where = f"{_sites(site_ids, p)} AND session_id IN ({session_ids})"
+    if ending_after is not None:
+        where += f" AND last_seen >= {p.add(ending_after)}"
+    first = f"SELECT min(first_seen) FROM sessions WHERE {where}"
     return f"timestamp >= coalesce(({first}), TIMESTAMP '0001-01-01')"

@@ -13,6 +13,7 @@ of the site's goals (the goal conditions of ``api_backend.query.goals``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from api_backend.query.dialect import Dialect
 from api_backend.query.facts import edge_sessions, facts_answer, since_first_stored_event, whole_sessions
@@ -96,11 +97,19 @@ def _page_of(sessions: str, limit: int, offset: int, d: Dialect, p: Params, *, m
     """CTEs + SELECT of one page of ``sessions`` (``session_id, session_end``), newest end first, with the total.
 
     The page is a top-N (no ranking of every session) and the count reads the same sessions: computed once
-    (``materialized``), or twice where that is cheaper than storing them. Always at least one row (``session_id``
-    NULL past the end), so the total is known on every page.
+    (``materialized``), or read again where that is cheaper than storing them. Read again, the page is taken among
+    the sessions ending no earlier than the newest ``offset + limit`` ends, found from the ends alone, so only
+    their ids are read. Always at least one row (``session_id`` NULL past the end), so the total is known on every
+    page.
     """
-    return f"""{d.cte("ss", sessions, materialized=materialized)},
-page AS (SELECT session_id AS page_session, session_end AS page_end FROM ss
+    candidates = "ss"
+    cut = ""
+    if not materialized:
+        newest = f"SELECT session_end FROM ss ORDER BY session_end DESC LIMIT {p.add(offset + limit)}"
+        cut = f",\ncut AS (SELECT min(session_end) AS t FROM ({newest}) AS newest)"
+        candidates = "ss WHERE session_end >= (SELECT t FROM cut)"
+    return f"""{d.cte("ss", sessions, materialized=materialized)}{cut},
+page AS (SELECT session_id AS page_session, session_end AS page_end FROM {candidates}
          ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)})
 SELECT t.total_count, page.page_session AS session_id, page.page_end AS session_end
 FROM (SELECT count(*) AS total_count FROM ss) AS t LEFT JOIN page ON true
@@ -132,15 +141,26 @@ def build_session_page_events_query(scope: Scope, limit: int, offset: int, d: Di
     return p.query(start + _page_of(ends, limit, offset, d, p))
 
 
-def build_session_rows_query(scope: Scope, session_ids: Sequence[str], goals: Sequence[GoalSpec], d: Dialect) -> Query:
-    """One described row per session of ``session_ids`` (over its in-window rows), newest end first."""
+def build_session_rows_query(
+    scope: Scope,
+    session_ids: Sequence[str],
+    goals: Sequence[GoalSpec],
+    d: Dialect,
+    *,
+    ending_after: datetime | None = None,
+) -> Query:
+    """One described row per session of ``session_ids`` (over its in-window rows), newest end first.
+
+    ``ending_after``: no session of ``session_ids`` has its last event before it (a page's earliest end), so their
+    first events are looked up among the sessions that end later, not among all of them.
+    """
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
     ids = ", ".join(p.add(s) for s in session_ids) or "NULL"
     columns = session_columns(goals, d, p)
     rows = qualified_rows(scope, p)
     if d.session_facts:
-        rows += f" AND {since_first_stored_event(scope.site_ids, ids, p)}"
+        rows += f" AND {since_first_stored_event(scope.site_ids, ids, p, ending_after)}"
     body = f"SELECT session_id,\n    {columns}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"
     # ``opening`` ends with ``WITH `` (or the scope CTEs and a comma); the CTE below keeps both forms valid.
     sql = f"{start}described AS ({body})\nSELECT * FROM described ORDER BY session_end DESC, session_id"

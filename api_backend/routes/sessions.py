@@ -58,10 +58,13 @@ def _described_page(
 ) -> tuple[list[dict[str, Any]], int]:
     """The sessions of a page query's rows, described, in the page's order; and the total count."""
     total = int(page_rows[0]["total_count"]) if page_rows else 0
-    ids = [r["session_id"] for r in page_rows if r["session_id"] is not None]
-    if not ids:
+    listed = [r for r in page_rows if r["session_id"] is not None]
+    if not listed:
         return [], total
-    rows = services.reader.rows(build_session_rows_query(scope, ids, goals, services.reader.dialect), scope)
+    ids = [r["session_id"] for r in listed]
+    earliest_end = min(r["session_end"] for r in listed)
+    query = build_session_rows_query(scope, ids, goals, services.reader.dialect, ending_after=earliest_end)
+    rows = services.reader.rows(query, scope)
     return [session_json(r) for r in rows], total
 
 

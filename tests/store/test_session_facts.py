@@ -299,6 +299,12 @@ def test_facts014_a_page_of_sessions_from_the_table_equals_the_event_grouping(se
     assert "first_seen" in bounded.sql
     unbounded = build_session_rows_query(scope, ids, [], _NoFacts())
     assert_same(run(store, bounded), run(store, unbounded), (scope, ids))
+    # The same with the stored sessions searched only among those ending no earlier than the page's earliest end.
+    if ids:
+        earliest_end = min(r["session_end"] for r in page if r["session_id"] is not None)
+        by_end = build_session_rows_query(scope, ids, [], DUCKDB, ending_after=earliest_end)
+        assert "last_seen >=" in by_end.sql
+        assert_same(run(store, by_end), run(store, unbounded), (scope, ids, earliest_end))
 
 
 @pytest.mark.parametrize("seed", range(20))
