@@ -16,6 +16,7 @@ because a session id belongs to one site (ingestion draws it at random, 128 bits
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from api_backend.query.dialect import Dialect
@@ -41,7 +42,8 @@ __all__ = [
     "facts_answer",
     "qualifying_sessions",
     "session_aggregates",
-    "since_first_stored_event",
+    "session_key",
+    "stored_span",
     "whole_sessions",
 ]
 
@@ -218,18 +220,32 @@ def qualifying_sessions(scope: Scope, d: Dialect, p: Params) -> str:
     return f"{whole_sessions(scope, 'session_id', d, p)} UNION ALL SELECT session_id FROM ({edge}) AS edge"
 
 
-def since_first_stored_event(
-    site_ids: tuple[int, ...], session_ids: str, p: Params, ending_after: datetime | None = None
-) -> str:
-    """``timestamp >= ...``: no event of the sessions ``session_ids`` (SQL) is older than the first one stored.
+def session_key(session_id: str) -> str:
+    """SQL: the ``sessions.session_key`` of the session id ``session_id`` (SQL), 64 bits of its MD5."""
+    return f"md5_number_lower({session_id})"
 
-    A bound on the events read for a few sessions, so the engine skips the blocks before them (a page of recent
-    sessions reads the last hours of the window, not all of it). With none of them stored it bounds nothing.
-    ``ending_after``, when no session of ``session_ids`` has its last event before it, bounds the stored sessions
-    searched by their ``last_seen`` (which only grows), so the table's blocks of earlier sessions are skipped.
+
+def stored_span(
+    site_ids: tuple[int, ...], session_ids: Sequence[str], p: Params, ending_after: datetime | None = None
+) -> str:
+    """``timestamp >= ... AND timestamp <= ...``: the events of the sessions ``session_ids`` (SQL values) lie between
+    the first and the last event stored of any of them.
+
+    A bound on the events read for a few sessions, so the engine skips the blocks outside it (a page of recent
+    sessions reads the last hours of the window, not all of it; one session, its own hours). The stored rows are
+    found by their narrow ``session_key`` before their ids are compared. With none of them stored it bounds
+    nothing. ``ending_after``, when no session of ``session_ids`` has its last event before it, bounds the stored
+    sessions searched by their ``last_seen`` (which only grows), so the table's blocks of earlier sessions are
+    skipped too.
     """
-    where = f"{_sites(site_ids, p)} AND session_id IN ({session_ids})"
+    ids = ", ".join(session_ids) or "NULL"
+    keys = ", ".join(session_key(s) for s in session_ids) or "NULL"
+    where = f"{_sites(site_ids, p)} AND session_key IN ({keys}) AND session_id IN ({ids})"
     if ending_after is not None:
         where += f" AND last_seen >= {p.add(ending_after)}"
-    first = f"SELECT min(first_seen) FROM sessions WHERE {where}"
-    return f"timestamp >= coalesce(({first}), TIMESTAMP '0001-01-01')"
+    first = f"(SELECT min(first_seen) FROM sessions WHERE {where})"
+    last = f"(SELECT max(last_seen) FROM sessions WHERE {where})"
+    return (
+        f"timestamp >= coalesce({first}, TIMESTAMP '0001-01-01') "
+        f"AND timestamp <= coalesce({last}, TIMESTAMP '9999-12-31')"
+    )

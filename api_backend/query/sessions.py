@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import edge_sessions, facts_answer, since_first_stored_event, whole_sessions
+from api_backend.query.facts import edge_sessions, facts_answer, stored_span, whole_sessions
 from api_backend.query.filters import IDENTIFIED, session_channel, session_user, session_value
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
@@ -156,24 +156,30 @@ def build_session_rows_query(
     """
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
-    ids = ", ".join(p.add(s) for s in session_ids) or "NULL"
+    values = [p.add(s) for s in session_ids]
+    ids = ", ".join(values) or "NULL"
     columns = session_columns(goals, d, p)
     rows = qualified_rows(scope, p)
     if d.session_facts:
-        rows += f" AND {since_first_stored_event(scope.site_ids, ids, p, ending_after)}"
+        rows += f" AND {stored_span(scope.site_ids, values, p, ending_after)}"
     body = f"SELECT session_id,\n    {columns}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"
     # ``opening`` ends with ``WITH `` (or the scope CTEs and a comma); the CTE below keeps both forms valid.
     sql = f"{start}described AS ({body})\nSELECT * FROM described ORDER BY session_end DESC, session_id"
     return p.query(sql)
 
 
-def build_timeline_query(site_id: int, session_id: str, limit: int) -> Query:
-    """The session's events in order (at most ``limit``), each with the columns of ``TIMELINE_COLUMNS``."""
+def build_timeline_query(site_id: int, session_id: str, limit: int, d: Dialect) -> Query:
+    """The session's events in order (at most ``limit``), each with the columns of ``TIMELINE_COLUMNS``.
+
+    Where the engine keeps per-session facts, only the events between the session's stored first and last are read.
+    """
     p = Params()
+    value = p.add(session_id)
+    where = f"site_id = {p.add(site_id)} AND session_id = {value}"
+    if d.session_facts:
+        where += f" AND {stored_span((site_id,), [value], p)}"
     sql = (
-        f"SELECT {', '.join(TIMELINE_COLUMNS)} FROM events "
-        f"WHERE site_id = {p.add(site_id)} AND session_id = {p.add(session_id)} "
-        f"ORDER BY timestamp, type LIMIT {p.add(limit)}"
+        f"SELECT {', '.join(TIMELINE_COLUMNS)} FROM events WHERE {where} ORDER BY timestamp, type LIMIT {p.add(limit)}"
     )
     return p.query(sql)
 

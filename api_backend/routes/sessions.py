@@ -139,7 +139,8 @@ def get_session(access: SiteReader, services: ServicesDep, session_id: SessionPa
     if not rows:
         raise NotFoundError("Session not found.")
     session = session_json(rows[0])
-    events = services.reader.rows(build_timeline_query(site_id, session_id, TIMELINE_LIMIT + 1), scope)
+    timeline_query = build_timeline_query(site_id, session_id, TIMELINE_LIMIT + 1, services.reader.dialect)
+    events = services.reader.rows(timeline_query, scope)
     timeline = timeline_json(events[:TIMELINE_LIMIT], rows[0]["session_end"])
     return {"data": {"session": session, "timeline": timeline, "truncated": len(events) > TIMELINE_LIMIT}}
 

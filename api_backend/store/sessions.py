@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.facts import FIRST_SET_PARAMETERS, PATHNAMES, session_aggregates
+from api_backend.query.facts import FIRST_SET_PARAMETERS, PATHNAMES, session_aggregates, session_key
 from api_backend.query.sql import Params, Query
 from api_backend.store.goal_bits import Registry, fold_mask
 
@@ -88,7 +88,7 @@ _COLUMNS = f"""(
 )"""
 SESSIONS_DDL = f"CREATE TABLE IF NOT EXISTS sessions {_COLUMNS}"
 # The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_upgrade``).
-SESSION_KEY = "md5_number_lower(session_id)"
+SESSION_KEY = session_key("session_id")
 # How much older than its id's time a session's events may be and still be found by a fold's time bound.
 OPENED_SLACK = timedelta(hours=1)
 # The sessions a fold's time bound may not find (see the module docstring).

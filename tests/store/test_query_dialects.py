@@ -131,7 +131,7 @@ def built(d: Dialect) -> Iterator[tuple[str, Query]]:
         if window.start is not None:
             yield "live", build_live_query(1, window)
             yield "live-pages", build_live_pages_query(1, window, 10)
-    yield "timeline", build_timeline_query(1, "s", 1001)
+    yield "timeline", build_timeline_query(1, "s", 1001, d)
     yield "matching-values", build_matching_values_query(["a", "b"], parse_filters(_filter_sets()[5]), d)
 
 

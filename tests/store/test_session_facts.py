@@ -3,6 +3,7 @@ overview read from it gives the numbers of the event grouping on randomized data
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from datetime import datetime, timedelta
@@ -32,6 +33,7 @@ from api_backend.query.sessions import (
     build_session_page_events_query,
     build_session_page_query,
     build_session_rows_query,
+    build_timeline_query,
 )
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
@@ -247,10 +249,9 @@ def test_facts009_metric_of_pages_events_and_properties_from_lists_or_hashed_key
     assert_same(got, run(store, events), context)
 
 
-class _NoFacts(Dialect):
-    """DuckDB as an engine that keeps no sessions table would be read."""
-
-    session_facts = False
+# DuckDB read as an engine that keeps no sessions table would be (``Dialect`` is a dataclass: a subclass's class
+# attribute would not change an instance's field).
+NO_FACTS = dataclasses.replace(DUCKDB, session_facts=False)
 
 
 class _ShortKeys(Dialect):
@@ -297,7 +298,8 @@ def test_facts014_a_page_of_sessions_from_the_table_equals_the_event_grouping(se
     ids = [r["session_id"] for r in page if r["session_id"] is not None]
     bounded = build_session_rows_query(scope, ids, [], DUCKDB)
     assert "first_seen" in bounded.sql
-    unbounded = build_session_rows_query(scope, ids, [], _NoFacts())
+    unbounded = build_session_rows_query(scope, ids, [], NO_FACTS)
+    assert "FROM sessions" not in unbounded.sql
     assert_same(run(store, bounded), run(store, unbounded), (scope, ids))
     # The same with the stored sessions searched only among those ending no earlier than the page's earliest end.
     if ids:
@@ -305,6 +307,26 @@ def test_facts014_a_page_of_sessions_from_the_table_equals_the_event_grouping(se
         by_end = build_session_rows_query(scope, ids, [], DUCKDB, ending_after=earliest_end)
         assert "last_seen >=" in by_end.sql
         assert_same(run(store, by_end), run(store, unbounded), (scope, ids, earliest_end))
+
+
+def test_facts027_one_session_read_between_its_stored_first_and_last_event_equals_the_unbounded_read(seeded):
+    """The session page's description and timeline read only the events between the session's stored first and last
+    event: on every tenth stored session (and an unknown id, which has no bound) they equal the unbounded reads."""
+    store, _ = seeded
+    stored = store.query("SELECT site_id, session_id FROM sessions ORDER BY site_id, session_id")
+    chosen = [*stored[::10], (1, "no-such-session")]
+    for site_id, session_id in chosen:
+        scope = Scope((site_id,), Window(None, None))
+        bounded = build_session_rows_query(scope, [session_id], [], DUCKDB)
+        assert "session_key IN" in bounded.sql and "max(last_seen)" in bounded.sql
+        unbounded = build_session_rows_query(scope, [session_id], [], NO_FACTS)
+        assert_same(run(store, bounded), run(store, unbounded), session_id)
+        timeline = build_timeline_query(site_id, session_id, 1001, DUCKDB)
+        assert "min(first_seen)" in timeline.sql
+        everything = build_timeline_query(site_id, session_id, 1001, NO_FACTS)
+        assert "FROM sessions" not in everything.sql + unbounded.sql
+        assert run(store, timeline) == run(store, everything), session_id
+    assert len(chosen) > 100
 
 
 @pytest.mark.parametrize("seed", range(20))
