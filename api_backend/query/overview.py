@@ -96,7 +96,7 @@ def _distinct_count(column: str) -> str:
 
     The numbers (``unum``) are counted in two halves, below and from 2**63, one grouping after the other: no value
     is in both, and each grouping holds half as many. At 100M events the overview's 24M session users, 18M of them
-    distinct, came near the 1 GB limit in one grouping; in two the overview took 1,790 -> 1,490 ms (121 -> 115 ms
+    distinct, came near the 1 GB limit in one grouping; in two the overview took 1,792 -> 1,495 ms (121 -> 115 ms
     at 10M).
     """
     if column == "unum":
