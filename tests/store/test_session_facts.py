@@ -249,8 +249,8 @@ def test_facts009_metric_of_pages_events_and_properties_from_lists_or_hashed_key
     assert_same(got, run(store, events), context)
 
 
-# DuckDB read as an engine that keeps no sessions table would be (``Dialect`` is a dataclass: a subclass's class
-# attribute would not change an instance's field).
+# DuckDB read the way an engine without a sessions table is read. (``Dialect`` is a dataclass, so a subclass setting
+# ``session_facts`` as a class attribute would not change an instance's field.)
 NO_FACTS = dataclasses.replace(DUCKDB, session_facts=False)
 
 
