@@ -40,6 +40,7 @@ __all__ = [
     "edge_sessions",
     "fact_column",
     "facts_answer",
+    "newest_ends",
     "qualifying_sessions",
     "session_aggregates",
     "session_key",
@@ -218,6 +219,19 @@ def qualifying_sessions(scope: Scope, d: Dialect, p: Params) -> str:
     """``SELECT session_id ...``: every session the scope counts, once (whole ones from the table, then edge ones)."""
     edge = edge_sessions(scope, "", d, p)
     return f"{whole_sessions(scope, 'session_id', d, p)} UNION ALL SELECT session_id FROM ({edge}) AS edge"
+
+
+def newest_ends(sessions: str, count: int, p: Params) -> tuple[str, str]:
+    """``(cut CTE, candidates)``: the sessions of ``sessions`` (a CTE with ``session_end``) that can be among the
+    ``count`` newest ends, for a page read again rather than stored.
+
+    ``cut`` holds the earliest of the ``count`` newest ends, found from the ends alone; ``candidates`` (``<sessions>
+    WHERE ...``) keeps the sessions ending no earlier, ties included, so a top-N over them is the top-N over all and
+    reads the other columns (the ids) of only those.
+    """
+    newest = f"SELECT session_end FROM {sessions} ORDER BY session_end DESC LIMIT {p.add(count)}"
+    cut = f"cut AS (SELECT min(session_end) AS t FROM ({newest}) AS newest)"
+    return cut, f"{sessions} WHERE session_end >= (SELECT t FROM cut)"
 
 
 def session_key(session_id: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import edge_sessions, facts_answer, stored_span, whole_sessions
+from api_backend.query.facts import edge_sessions, facts_answer, newest_ends, stored_span, whole_sessions
 from api_backend.query.filters import IDENTIFIED, session_channel, session_user, session_value
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
@@ -102,13 +102,11 @@ def _page_of(sessions: str, limit: int, offset: int, d: Dialect, p: Params, *, m
     their ids are read. Always at least one row (``session_id`` NULL past the end), so the total is known on every
     page.
     """
-    candidates = "ss"
-    cut = ""
+    ctes, candidates = d.cte("ss", sessions, materialized=materialized), "ss"
     if not materialized:
-        newest = f"SELECT session_end FROM ss ORDER BY session_end DESC LIMIT {p.add(offset + limit)}"
-        cut = f",\ncut AS (SELECT min(session_end) AS t FROM ({newest}) AS newest)"
-        candidates = "ss WHERE session_end >= (SELECT t FROM cut)"
-    return f"""{d.cte("ss", sessions, materialized=materialized)}{cut},
+        cut, candidates = newest_ends("ss", offset + limit, p)
+        ctes += f",\n{cut}"
+    return f"""{ctes},
 page AS (SELECT session_id AS page_session, session_end AS page_end FROM {candidates}
          ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)})
 SELECT t.total_count, page.page_session AS session_id, page.page_end AS session_end
