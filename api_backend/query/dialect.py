@@ -199,6 +199,17 @@ class Dialect:
         """A 64-bit hash of ``expr``: a compact key for grouping (callers check it stayed one-to-one)."""
         return f"hash({expr})"
 
+    def session_number(self, session_id: str) -> str:
+        """A 128-bit number standing for the session id ``session_id`` in groupings and joins of many rows.
+
+        Two 64-bit hashes, of the id and of its reverse (so the two do not share a collision), side by side. Two ids
+        share a number with a chance of about 2^-128 per pair, the same as two random 128-bit session ids sharing an
+        id, which every read already takes as impossible (``facts.py``): with 6.4M sessions, about 10^-25. A
+        fixed-width key instead of a string keeps the rows it is carried with narrow: the funnel's 11.9M matching rows
+        at 100M events stopped spilling (3.5 -> 2.5 s). An engine grouping strings as fast keeps the id itself.
+        """
+        return f"((CAST(hash({session_id}) AS UHUGEINT) << 64) | CAST(hash(reverse({session_id})) AS UHUGEINT))"
+
     # -- structure ------------------------------------------------------------------------------------------------
 
     def cte(self, name: str, body: str, materialized: bool | None = None) -> str:
@@ -354,6 +365,10 @@ class ClickHouseDialect(Dialect):
 
     def hash64(self, expr: str) -> str:
         return f"cityHash64({expr})"
+
+    def session_number(self, session_id: str) -> str:
+        # Not measured on ClickHouse: its funnel keeps grouping by the id.
+        return session_id
 
     def cte(self, name: str, body: str, materialized: bool | None = None) -> str:
         # ClickHouse inlines a CTE at every reference, running it again each time, unless it is MATERIALIZED (with

@@ -46,7 +46,7 @@ from api_backend.query.window import Window
 DUCKDB_ONLY = re.compile(
     r"\b(arg_min|arg_max|bool_or|bit_or|epoch_us|epoch_ms|json_extract_string|regexp_matches|regexp_full_match|"
     r"regexp_extract|regexp_replace|TRY_CAST|unnest|time_bucket|date_trunc|to_milliseconds|timezone|contains|"
-    r"starts_with|ends_with|substr)\s*\(|NOT MATERIALIZED|VARCHAR\[\]|\$p\d|\s&\s"
+    r"starts_with|ends_with|substr|hash)\s*\(|NOT MATERIALIZED|VARCHAR\[\]|UHUGEINT|\$p\d|\s&\s"
 )
 # ClickHouse functions DuckDB lacks.
 CLICKHOUSE_ONLY = re.compile(

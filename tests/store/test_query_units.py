@@ -235,3 +235,33 @@ def test_query014_path_goal_sql_matches_the_pattern_rule(pattern: str) -> None:
     finally:
         con.close()
     assert got == {x for x in paths if path_matches(pattern, x)}
+
+
+def test_query015_session_numbers_are_one_to_one_over_session_ids() -> None:
+    """Ids of every form ingestion and seeding write, plus near-misses of them, get a number each, none shared."""
+    import random
+
+    import duckdb
+
+    from api_backend.ingest.sessions import new_session_id
+
+    rnd = random.Random(15)
+    tracker = [
+        new_session_id(datetime(2026, 3, 1) + timedelta(milliseconds=rnd.randrange(10**9))) for _ in range(50_000)
+    ]
+    seeded = [f"{rnd.getrandbits(64):016x}" for _ in range(50_000)]
+    near = [s[::-1] for s in seeded[:5000]] + [s[:-1] for s in seeded[:5000]] + [s.upper() for s in tracker[:5000]]
+    near += [s + s for s in seeded[:5000]] + ["", "a", "aa", "ab", "ba", "0", "00"]
+    ids = tracker + seeded + near
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TABLE t (session_id VARCHAR)")
+        con.execute("INSERT INTO t SELECT unnest(?)", [ids])
+        number = DUCKDB.session_number("session_id")
+        distinct_ids, distinct_numbers, typ = con.execute(
+            f"SELECT count(DISTINCT session_id), count(DISTINCT {number}), any_value(typeof({number})) FROM t"
+        ).fetchone()
+    finally:
+        con.close()
+    assert distinct_ids == len(set(ids)) > 110_000
+    assert (distinct_numbers, typ) == (distinct_ids, "UHUGEINT")
