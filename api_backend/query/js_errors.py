@@ -37,12 +37,26 @@ def build_error_names_query(scope: Scope, limit: int, offset: int, d: Dialect) -
     """
     p = Params()
     ctes = _error_ctes(scope, d, p)
-    groups = """SELECT msg AS value, min(event_name) AS "errorName", count(*) AS count,
-             count(DISTINCT session_id) AS "sessionCount", sum(count(*)) OVER () AS occurrences
-      FROM er WHERE msg <> '' AND event_name <> '' GROUP BY msg"""
+    counted = "FROM er WHERE msg <> '' AND event_name <> ''"
+    per_message = 'msg AS value, min(event_name) AS "errorName", count(*) AS count'
+    total = "sum(count(*)) OVER () AS occurrences"
+    if d.distinct_aggregates:
+        # Each message's set of sessions is counted as it is built.
+        sessions = ""
+        groups = f'SELECT {per_message}, count(DISTINCT session_id) AS "sessionCount", {total} {counted} GROUP BY msg'
+    else:
+        # The distinct (message, session) pairs are grouped first, from the error rows kept once: DuckDB's distinct
+        # aggregate per message took 450 ms of the route's 1,000 at 100M events (1.35M errors), the pairs 320.
+        pairs = f"SELECT msg, count(*) AS sessions FROM (SELECT DISTINCT msg, session_id {counted}) AS d GROUP BY msg"
+        sessions = f"sp AS ({pairs}),\n"
+        groups = (
+            f'SELECT c.value, c."errorName", c.count, sp.sessions AS "sessionCount", c.occurrences '
+            f"FROM (SELECT {per_message}, {total} {counted} GROUP BY msg) AS c JOIN sp ON sp.msg = c.value"
+        )
+    errors = f"SELECT session_id, event_name, {_prop(d, p, 'message')} AS msg FROM fe WHERE type = 'error'"
     sql = f"""{ctes},
-er AS (SELECT session_id, event_name, {_prop(d, p, "message")} AS msg FROM fe WHERE type = 'error'),
-{d.cte("g", groups, materialized=True)},
+{d.cte("er", errors, materialized=None if d.distinct_aggregates else True)},
+{sessions}{d.cte("g", groups, materialized=True)},
 {paged_select("g", "count DESC, value", limit, offset, p)}"""
     return p.query(sql)
 
