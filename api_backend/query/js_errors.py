@@ -45,8 +45,8 @@ def build_error_names_query(scope: Scope, limit: int, offset: int, d: Dialect) -
         sessions = ""
         groups = f'SELECT {per_message}, count(DISTINCT session_id) AS "sessionCount", {total} {counted} GROUP BY msg'
     else:
-        # The distinct (message, session) pairs are grouped first, from the error rows kept once: DuckDB's distinct
-        # aggregate per message took 450 ms of the route's 1,000 at 100M events (1.35M errors), the pairs 320.
+        # The distinct (message, session) pairs are grouped first, from the error rows kept once: at 100M events
+        # (1.35M errors in the window) the route took 313 ms with DuckDB's distinct aggregate per message, 231 ms so.
         pairs = f"SELECT msg, count(*) AS sessions FROM (SELECT DISTINCT msg, session_id {counted}) AS d GROUP BY msg"
         sessions = f"sp AS ({pairs}),\n"
         groups = (

@@ -65,11 +65,11 @@ def window_condition(site_ids: tuple[int, ...], window: Window, p: Params) -> st
 def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect) -> Query:
     """``n``: the number of rows of ``site_ids`` in ``window`` (the key that changes with every write into it).
 
-    That is the events, plus their error rows where the store keeps a copy of those (``Dialect.error_rows``): the
-    copy is written after the events, and a read that ran in between must not be kept under a key that counts them.
+    That is the events, plus their error rows where the store writes its copy of those after the events
+    (``Dialect.error_rows_apart``): a read that ran in between must not be kept under a key that counts them.
     """
     p = Params()
-    if d.error_rows == "events":
+    if not d.error_rows_apart:
         return p.query(d.counting(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)}"))
     counts = (
         f"(SELECT count(*) FROM {table} WHERE {window_condition(site_ids, window, p)})"
