@@ -4,14 +4,13 @@ upgrade of a file from before it, a replay after a crash, a failed commit and a 
 
 from __future__ import annotations
 
-import dataclasses
 import random
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pytest
 
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.scope import Scope, window_version_query
+from api_backend.query.scope import window_version_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
 from api_backend.store import duckdb as duckdb_module
@@ -19,7 +18,8 @@ from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.eventlog import EventLog
 from api_backend.store.events import EVENT_COLUMNS, rows_to_table
 from api_backend.store.writer import BatchWriter
-from tests.store.test_error_rows_clickhouse import FILTERS, MESSAGES, error_queries, error_rows
+from tests.store.test_error_rows_clickhouse import assert_copy_answers_alike, error_rows
+from tests.store.test_session_facts import crash_before_applying
 
 COLUMNS = ", ".join(name for name, _ in EVENT_COLUMNS)
 
@@ -58,15 +58,7 @@ def test_duckerr002_a_file_from_before_the_copy_gets_it_filled_at_open(tmp_path)
 
 def test_duckerr003_a_restart_after_a_crash_between_log_and_store_copies_each_error_once(tmp_path):
     rows = error_rows(random.Random(4), 200)
-    parts = [rows[:300], rows[300:500], rows[500:]]
-    store = DuckDBEventStore(tmp_path / "events.duckdb")
-    log = EventLog(tmp_path / "log")
-    log.append(rows_to_table(parts[0]))
-    store.append(rows_to_table(parts[0]), log_seq=1)
-    log.append(rows_to_table(parts[1]))  # logged and acknowledged, then the process died before applying them
-    log.append(rows_to_table(parts[2]))
-    log.close()
-    store.close()
+    crash_before_applying(tmp_path, rows)
 
     for _ in range(2):  # the first start replays records 2 and 3, the second start replays nothing
         store = DuckDBEventStore(tmp_path / "events.duckdb")
@@ -106,20 +98,7 @@ def test_duckerr006_error_queries_read_the_same_answers_from_the_copy():
     rng = random.Random(7)
     store = DuckDBEventStore(":memory:")
     store.append(rows_to_table(error_rows(rng, 600)))
-    from_events = dataclasses.replace(DUCKDB, error_rows="events")
-    answered = 0
-    for case in range(12):
-        start = datetime(2026, 3, 1) + timedelta(hours=rng.randrange(0, 24 * 20), minutes=rng.randrange(60))
-        window = Window(start, start + timedelta(days=rng.randrange(1, 15)), rng.choice(["UTC", "Asia/Kolkata"]))
-        scope = Scope((rng.choice([1, 2]),), window, FILTERS[case % len(FILTERS)])
-        message, bucket = rng.choice(MESSAGES[1:]), rng.choice(["hour", "day"])
-        plain = error_queries(scope, message, bucket, from_events)
-        for name, query in error_queries(scope, message, bucket, DUCKDB).items():
-            assert "FROM error_events" in query.sql and "FROM error_events" not in plain[name].sql
-            answer = store.query(query.sql, query.params)
-            assert answer == store.query(plain[name].sql, plain[name].params), (name, case, scope)
-            answered += bool(answer)
-    assert answered > 20  # most windows hold errors
+    assert_copy_answers_alike(store, DUCKDB, rng)
     store.close()
 
 

@@ -647,19 +647,25 @@ def test_facts013_sessions_sharing_a_key_are_told_apart_by_their_ids(monkeypatch
     assert [tuple(sorted(v) if isinstance(v, list) else v for v in r) for r in got] == without_key
 
 
-def test_facts006_a_restart_after_a_crash_between_log_and_store_counts_each_event_once(tmp_path):
-    rng = random.Random(7)
-    rows = random_events(rng, 200)
-    rng.shuffle(rows)
+def crash_before_applying(tmp_path: Any, rows: list[dict[str, Any]]) -> None:
+    """``events.duckdb`` and ``log`` under ``tmp_path`` as a process leaves them that died after logging ``rows`` in
+    three records but storing only the first (records 2 and 3 were logged and acknowledged, not applied)."""
     parts = [rows[:300], rows[300:500], rows[500:]]
     store = DuckDBEventStore(tmp_path / "events.duckdb")
     log = EventLog(tmp_path / "log")
     log.append(rows_to_table(parts[0]))
     store.append(rows_to_table(parts[0]), log_seq=1)
-    log.append(rows_to_table(parts[1]))  # logged and acknowledged, then the process died before applying them
+    log.append(rows_to_table(parts[1]))
     log.append(rows_to_table(parts[2]))
     log.close()
     store.close()
+
+
+def test_facts006_a_restart_after_a_crash_between_log_and_store_counts_each_event_once(tmp_path):
+    rng = random.Random(7)
+    rows = random_events(rng, 200)
+    rng.shuffle(rows)
+    crash_before_applying(tmp_path, rows)
 
     for _ in range(2):  # the first start replays records 2 and 3, the second start replays nothing
         store = DuckDBEventStore(tmp_path / "events.duckdb")
