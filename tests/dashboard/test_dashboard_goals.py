@@ -181,8 +181,9 @@ def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, a
     # The CSV holds the table of the filtered view.
     click(dash_duo, "#goals-csv")
     path = Path(dash_duo.download_path)
-    wait_until(lambda: any(path.glob("goals-*.csv")), 10)
-    with next(path.glob("goals-*.csv")).open(encoding="utf-8") as handle:
+    # The file can appear before the browser has written it: wait for its content, as the other CSV tests do.
+    files = wait_until(lambda: [f for f in path.glob("goals-*.csv") if f.stat().st_size > 0], 10)
+    with files[0].open(encoding="utf-8") as handle:
         [record] = list(csv.DictReader(handle))
     assert (record["name"], record["conversions"], record["sessions"]) == ("Pricing", "1", "3")
     assert record["conversion_rate_percent"] == "33.33"
