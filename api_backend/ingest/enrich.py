@@ -12,8 +12,9 @@ drop rules and enriches each event, doing the work once per distinct value inste
   trackUrlParams) "page group" (``page_context``).
 
 The result, ``Enriched``, becomes one ``EVENT_SCHEMA`` table built column by column (batches: the sender's and
-page's columns as one array over the groups, gathered by each event's group index) or row dicts (single events,
-which the store's coalescer gathers across concurrent requests into one conversion). Every event of one call is
+page's columns as one array over the groups, gathered by each event's group index) or records, value tuples in
+the table's column order (single events, which the store's coalescer gathers across concurrent requests into one
+conversion). Every event of one call is
 stamped with one clock reading.
 """
 
@@ -24,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
@@ -41,6 +43,7 @@ from api_backend.store.events import EVENT_SCHEMA
 
 __all__ = [
     "PAGE_COLUMNS",
+    "SENDER_COLUMNS",
     "ClientInfo",
     "Enriched",
     "IngestContext",
@@ -59,6 +62,26 @@ _SITE_KEY, _HOSTNAME, _QUERYSTRING, _REFERRER = _F["site_key"], _F["hostname"], 
 _USER_ID, _IP, _UA, _API_KEY = _F["user_id"], _F["ip_address"], _F["user_agent"], _F["api_key"]
 _WIDTH, _HEIGHT = _F["screen_width"], _F["screen_height"]
 _INT, _TIMESTAMP = pa.int32(), EVENT_SCHEMA.field("timestamp").type
+
+# What ``Senders.columns`` returns, in order.
+SENDER_COLUMNS = (
+    "site_id",
+    "session_id",
+    "user_id",
+    "browser",
+    "browser_version",
+    "operating_system",
+    "operating_system_version",
+    "country",
+    "region",
+    "city",
+)
+# A record is picked from an event's fields, its page's and sender's columns and the per-event values, in this
+# order; where a name occurs twice the later source wins (the page's stored referrer over the sent one, the
+# visitor's id over the sent ``user_id``), as in ``Enriched.table``.
+_SOURCES = (*EVENT_FIELDS, *PAGE_COLUMNS, *SENDER_COLUMNS, "timestamp", "identified_user_id", "device_type")
+_POSITION = {name: i for i, name in enumerate(_SOURCES)}
+_RECORD = itemgetter(*(_POSITION[name] for name in EVENT_SCHEMA.names))
 
 
 # A sender's visitor id, parsed user agent and location (``None`` without an IP address).
@@ -177,7 +200,8 @@ class Senders:
         return found
 
     def columns(self) -> dict[str, list[Any]]:
-        """The sender columns of the events table, one value per group (sessions in one pass over the map)."""
+        """The sender columns of the events table (``SENDER_COLUMNS``), one value per group (sessions in one pass over
+        the map)."""
         infos, geos = self.info, self.geo
         return {
             "site_id": self.site_id,
@@ -242,22 +266,19 @@ class Enriched:
             arrays.append(array)
         return pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
 
-    def rows(self) -> list[dict[str, Any]]:
-        """The accepted events as row dicts of ``EVENT_SCHEMA`` (the same values ``table`` holds)."""
+    def records(self) -> list[tuple[Any, ...]]:
+        """The accepted events as records of ``EVENT_SCHEMA``: value tuples in its order, the values ``table`` holds."""
         if not self.accepted:
             return []
         group_values = self.senders.columns()
-        rows = []
-        for i, event in enumerate(self.accepted):
-            sender, page = self.sender_index[i], self.page_index[i]
-            row = dict(zip(EVENT_FIELDS, event, strict=True))
-            row.update(zip(PAGE_COLUMNS, self.page_rows[page], strict=True))
-            row.update((name, values[sender]) for name, values in group_values.items())
-            row["timestamp"] = self.now
-            row["identified_user_id"] = self.identified[i]
-            row["device_type"] = self.devices[i]
-            rows.append({name: row[name] for name in EVENT_SCHEMA.names})
-        return rows
+        senders = list(zip(*(group_values[name] for name in SENDER_COLUMNS), strict=True))
+        page_rows, now = self.page_rows, self.now
+        return [
+            _RECORD(event + page_rows[page] + senders[sender] + (now, identified, device))
+            for event, sender, page, identified, device in zip(
+                self.accepted, self.sender_index, self.page_index, self.identified, self.devices, strict=True
+            )
+        ]
 
 
 def enrich_events(

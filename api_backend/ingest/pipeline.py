@@ -183,7 +183,7 @@ class Ingestor:
         enriched = enrich_events(self, [(0, event_tuple(event))], client, header_key, self.clock())
         if enriched.dropped:
             return {"success": True, "tracked": False, "reason": enriched.dropped[0]["reason"]}
-        await self.write(enriched.rows())
+        await self.write(enriched.records())
         return {"success": True}
 
     def charge(self, client: ClientInfo, site_events: Mapping[int, int]) -> None:
@@ -207,8 +207,8 @@ class Ingestor:
         """
         return prepare_batch(self, events, client, header_key, self.clock(), exact_event, validated=validated)
 
-    async def write(self, rows: list[dict[str, Any]] | pa.Table) -> int:
-        """Write rows (dicts or an ``EVENT_SCHEMA`` table) through the shared writer; wait until durable.
+    async def write(self, rows: list[tuple[Any, ...]] | pa.Table) -> int:
+        """Write rows (records of ``EVENT_SCHEMA`` or a table) through the shared writer; wait until durable.
 
         A log that cannot be written (disk full) is a 503 with ``Retry-After``: nothing was stored, so the
         tracker may send the same events again.

@@ -3,32 +3,33 @@
 Turning rows into an Arrow table costs about the same for one row as for a thousand, and the writer
 converts each submission separately. So while one group is being made durable (synced to the event log),
 new rows wait here and go to the writer together as the next group: one conversion and one sync for
-everything that arrived in the meantime. Batches arrive as Arrow tables already (built column by column) and
+everything that arrived in the meantime. Single events arrive as records (value tuples in ``EVENT_SCHEMA``
+order, which transpose into columns in C); batches as Arrow tables already (built column by column), which
 join the group as they are. A future resolves only once its rows are durable, as with the writer itself.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any, TypeAlias
 
 import pyarrow as pa
 
-from api_backend.store.events import rows_to_table
+from api_backend.store.events import records_to_table
 from api_backend.store.writer import BatchWriter
 
 __all__ = ["RowCoalescer"]
 
-# What a request hands over: row dicts (single events) or a ready table (batches, built column by column).
-Part: TypeAlias = "pa.Table | Sequence[Mapping[str, Any]]"
+# What a request hands over: records (single events) or a ready table (batches, built column by column).
+Part: TypeAlias = "pa.Table | Sequence[tuple[Any, ...]]"
 
 
 def _runs(parts: list[Part]) -> list[Part]:
-    """Consecutive row lists merged into one (one conversion for all of them); tables kept as they are."""
+    """Consecutive record lists merged into one (one conversion for all of them); tables kept as they are."""
     out: list[Part] = []
-    rows: list[Mapping[str, Any]] = []
+    rows: list[tuple[Any, ...]] = []
     for part in parts:
         if isinstance(part, pa.Table):
             if rows:
@@ -43,7 +44,7 @@ def _runs(parts: list[Part]) -> list[Part]:
 
 
 def _table(part: Part) -> pa.Table:
-    return part if isinstance(part, pa.Table) else rows_to_table(part)
+    return part if isinstance(part, pa.Table) else records_to_table(part)
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
@@ -60,7 +61,7 @@ class RowCoalescer:
         self._busy = False
 
     def submit(self, rows: Part) -> Future[int]:
-        """Queue rows (event dicts or an ``EVENT_SCHEMA`` table); the future resolves with their count once durable.
+        """Queue rows (records or an ``EVENT_SCHEMA`` table); the future resolves with their count once durable.
 
         It fails with the writer's error, or with the conversion error of rows that cannot become a table.
         """

@@ -9,6 +9,7 @@ import pytest
 
 from api_backend.store.coalescer import RowCoalescer
 from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.events import event_record
 from api_backend.store.writer import BatchWriter, WriterClosedError
 
 
@@ -26,8 +27,8 @@ class SlowStore(DuckDBEventStore):
         return super().append(table)
 
 
-def row(path: str) -> dict:
-    return {"site_id": 1, "timestamp": datetime(2026, 3, 1, 9, 0), "pathname": path}
+def row(path: str) -> tuple:
+    return event_record({"site_id": 1, "timestamp": datetime(2026, 3, 1, 9, 0), "pathname": path})
 
 
 def test_coalescer001_groups_rows_while_a_commit_is_in_flight(tmp_path):
