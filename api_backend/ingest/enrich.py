@@ -14,8 +14,7 @@ drop rules and enriches each event, doing the work once per distinct value inste
 The result, ``Enriched``, becomes one ``EVENT_SCHEMA`` table built column by column (batches: the sender's and
 page's columns as one array over the groups, gathered by each event's group index) or records, value tuples in
 the table's column order (single events, which the store's coalescer gathers across concurrent requests into one
-conversion). Every event of one call is
-stamped with one clock reading.
+conversion). Every event of one call is stamped with one clock reading.
 """
 
 from __future__ import annotations

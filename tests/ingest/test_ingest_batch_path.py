@@ -21,10 +21,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
+from api_backend.errors import InvalidRequestError
+from api_backend.ingest.enrich import ClientInfo, enrich_events
 from api_backend.ingest.fastpath import event_tuple, fast_event, load_json, plain_batch
 from api_backend.ingest.payload import parse_event
 from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
+from api_backend.store.events import records_to_table
 from tests.support import Account, make_account, make_site
 
 SECRET = "batch-path-secret-0123456789"
@@ -485,3 +488,27 @@ def test_batchpath009_random_batches_near_every_rule_agree_with_fast_event():
             assert plain_batch(raw) == expected, raw[:300]
             plain_seen += expected is not None
     assert plain_seen > 100  # the one-pass path was taken, not only refused
+
+
+def test_batchpath010_single_event_records_hold_what_the_batch_table_holds(worlds):
+    """``Enriched.records`` (single events) and ``Enriched.table`` (batches) of one enrichment are the same rows,
+    also where a name has two sources: the stored referrer over the sent one, the visitor over the sent user_id."""
+    world, _ = worlds
+    client = ClientInfo("8.8.8.8", CHROME)
+    site_key = str(world.sites["plain"].site_id)
+    world.services.ingestor.identify(site_key, "known-7", client, None, {"site_id": site_key, "user_id": "known-7"})
+    validated = []
+    for index, raw in enumerate(mixed_events(world, 0)):
+        try:
+            validated.append((index, event_tuple(parse_event(raw))))
+        except InvalidRequestError:
+            continue
+    enriched = enrich_events(world.services.ingestor, validated, client, None, START)
+    table = enriched.table()
+    assert table is not None and table.num_rows >= 20
+    assert records_to_table(enriched.records()).equals(table)
+    rows = table.to_pylist()
+    assert len({r["session_id"] for r in rows}) >= 3 and len({r["site_id"] for r in rows}) >= 2
+    assert not any("docs.example" in r["referrer"] for r in rows)  # self-referrals sent, cleared when stored
+    assert {"known-7", "customer-9"} <= {r["identified_user_id"] for r in rows}
+    assert all(r["user_id"] != "customer-9" for r in rows)  # the sent user_id is not the stored visitor
