@@ -16,8 +16,9 @@ because a session id belongs to one site (ingestion draws it at random, 128 bits
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
 
 from api_backend.query.dialect import Dialect
 from api_backend.query.filters import (
@@ -36,14 +37,19 @@ from api_backend.query.window import Window
 
 __all__ = [
     "FIRST_SET_PARAMETERS",
+    "MAX_SPANS",
     "PATHNAMES",
+    "Span",
+    "crossing_spans",
     "edge_sessions",
     "fact_column",
     "facts_answer",
+    "merge_spans",
     "newest_ends",
     "qualifying_sessions",
     "session_aggregates",
     "session_key",
+    "spans_condition",
     "stored_span",
     "whole_sessions",
 ]
@@ -213,6 +219,59 @@ def edge_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
         )
     rows = " UNION ALL ".join(parts) or "SELECT * FROM events WHERE false"
     return f"SELECT session_id{columns} FROM ({rows}) AS edge_rows GROUP BY session_id{having}"
+
+
+# A span of time, both ends included.
+Span = tuple[datetime, datetime]
+# The most spans a query is narrowed to (``merge_spans``).
+MAX_SPANS = 32
+
+
+def crossing_spans(scope: Scope, split: str, group: str, p: Params) -> str:
+    """``SELECT lo, hi``: spans of time holding every event of the edge sessions and of the whole sessions where
+    ``split`` holds, one per value of ``group`` and one per edge (first to last event of the sessions in it).
+
+    The scope's filters are left out: the spans must hold those sessions' events, and may hold others.
+    """
+    w = scope.window
+    whole = f"{_sites(scope.site_ids, p)} AND {_after_start('first_seen', w, p)} AND {_before_end('last_seen', w, p)}"
+    parts = [
+        f"SELECT min(first_seen) AS lo, max(last_seen) AS hi FROM sessions WHERE {whole} AND {split} GROUP BY {group}"
+    ]
+    parts += [f"SELECT min(first_seen), max(last_seen) FROM sessions WHERE {where}" for _, where in _crossing(scope, p)]
+    return " UNION ALL ".join(parts)
+
+
+def merge_spans(rows: Sequence[Mapping[str, Any]], window: Window, limit: int = MAX_SPANS) -> list[Span] | None:
+    """The spans of ``crossing_spans`` rows as at most ``limit`` disjoint spans holding them all, in order.
+
+    Overlapping spans are joined; beyond ``limit`` the ones with the narrowest gaps between them are too. None when
+    the joined spans cover more than half the window (of an open window: more than half the time from the first
+    span to the last), where they would skip little.
+    """
+    spans: list[list[datetime]] = []
+    for lo, hi in sorted((row["lo"], row["hi"]) for row in rows if row["lo"] is not None):
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    if len(spans) > limit:
+        widest = sorted(range(1, len(spans)), key=lambda i: spans[i][0] - spans[i - 1][1])[len(spans) - limit :]
+        cuts = [0, *sorted(widest), len(spans)]
+        spans = [[spans[a][0], spans[b - 1][1]] for a, b in zip(cuts, cuts[1:], strict=False)]
+    if window.start is not None and window.end is not None:
+        length = window.end - window.start
+    else:
+        length = spans[-1][1] - spans[0][0] if spans else timedelta(0)
+    if sum((hi - lo for lo, hi in spans), start=timedelta(0)) * 2 > length:
+        return None
+    return [(lo, hi) for lo, hi in spans]
+
+
+def spans_condition(column: str, spans: Sequence[Span], p: Params) -> str:
+    """True when ``column`` lies in one of ``spans`` (false with none): bounds the engine skips blocks by."""
+    ranges = [f"({column} >= {p.add(lo)} AND {column} <= {p.add(hi)})" for lo, hi in spans]
+    return " OR ".join(ranges) or "false"
 
 
 def qualifying_sessions(scope: Scope, d: Dialect, p: Params) -> str:

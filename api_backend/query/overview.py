@@ -16,15 +16,24 @@ other window moves back by its own length).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
 from api_backend.errors import InvalidRequestError
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import edge_sessions, facts_answer, whole_sessions
+from api_backend.query.facts import (
+    Span,
+    crossing_spans,
+    edge_sessions,
+    facts_answer,
+    merge_spans,
+    spans_condition,
+    whole_sessions,
+)
 from api_backend.query.filters import EFFECTIVE_USER, session_user
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
-from api_backend.query.sql import Params, Query
+from api_backend.query.sql import Narrowing, Params, Query
 from api_backend.query.window import Window, to_local, to_utc
 from api_backend.query.zones import constant_offset, local_time
 
@@ -153,10 +162,29 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     disk: ``count(DISTINCT ...)`` per bucket ran out of the server's memory limit at 100M events. The pairs are
     grouped twice, once with the users that are numbers and once with the other strings (``Dialect.user_number``):
     at 100M events that is 4.3 -> 3.2 s, where one grouping of both columns ran out of the 1 GB limit.
+
+    The query's narrowing first asks the table when those crossing sessions were active (``crossing_spans``), so
+    their events are then looked for in those spans of time only: the blocks of ``events`` outside them are
+    skipped (at 100M events the series 3.0 -> 2.3 s, the same at 10M).
     """
     if not facts_answer(scope, d):
         return build_overview_series_events_query(scope, bucket, d)
+    query = _series_from_facts(scope, bucket, d, None)
+    if constant_offset(scope.window) is None:
+        # Finding the crossing sessions would test every session's offsets once more (the first query took 62 ms
+        # at 10M events, against 10 ms in UTC): not narrowed.
+        return query
     p = Params()
+    start_bucket, one_bucket = _bucketing(scope, bucket, d, p)
+    spans = p.query(crossing_spans(scope, f"NOT ({one_bucket})", start_bucket, p))
+    return replace(
+        query,
+        narrowing=Narrowing(spans, lambda rows: _series_from_facts(scope, bucket, d, merge_spans(rows, scope.window))),
+    )
+
+
+def _bucketing(scope: Scope, bucket: str, d: Dialect, p: Params) -> tuple[str, str]:
+    """``(start bucket, inside one bucket)`` of a ``sessions`` row, as expressions."""
     first_local = local_time("first_seen", scope.window, d, p)
     last_local = local_time("last_seen", scope.window, d, p)
     one_bucket = f"{d.bucket(first_local, bucket)} = {d.bucket(last_local, bucket)}"
@@ -164,7 +192,14 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
         # The offset may change inside the window: a session whose first and last events carry different offsets
         # is bucketed event by event (comparing the offsets on 2.5M rows costs about 60 ms, so only when needed).
         one_bucket += f" AND {first_local} - first_seen = {last_local} - last_seen"
-    whole_extra = f", users, users_count, {d.bucket(first_local, bucket)} AS start_bucket, {one_bucket} AS one_bucket"
+    return d.bucket(first_local, bucket), one_bucket
+
+
+def _series_from_facts(scope: Scope, bucket: str, d: Dialect, spans: Sequence[Span] | None) -> Query:
+    """``build_overview_series_query``; with ``spans``, the crossing sessions' events are looked for in them only."""
+    p = Params()
+    start_bucket, one_bucket = _bucketing(scope, bucket, d, p)
+    whole_extra = f", users, users_count, {start_bucket} AS start_bucket, {one_bucket} AS one_bucket"
     ctes = _facts_ctes(scope, d, p, whole_extra)
     session_bucket = d.bucket(local_time("session_start", scope.window, d, p), bucket)
     event_bucket = d.bucket(local_time("timestamp", scope.window, d, p), bucket)
@@ -172,10 +207,12 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     split = "SELECT session_id FROM whole WHERE NOT one_bucket UNION ALL SELECT session_id FROM edge"
     # The events of the sessions not inside one bucket, bucketed one by one (few: kept for the two uses below). They
     # are found by their ids alone, then read by ``rowid``: the other columns of every in-window row are not read
-    # (the series at 10M events 306 -> 271-285 ms).
+    # (the series at 10M events 306 -> 271-285 ms). Both scans keep to the spans, when known.
+    within = "" if spans is None else f"({spans_condition('timestamp', spans, p)}) AND "
     split_events = (
         f"SELECT {event_bucket} AS bucket, CASE WHEN type = 'pageview' THEN 1 ELSE 0 END AS pv, {EFFECTIVE_USER} AS u "
-        f"FROM events WHERE rowid IN (SELECT rowid FROM events WHERE {window} AND session_id IN ({split}))"
+        f"FROM events WHERE {within}rowid IN "
+        f"(SELECT rowid FROM events WHERE {within}{window} AND session_id IN ({split}))"
     )
     # Each (bucket, user) pair with the user as a number or another string (``Dialect.user_number``): the events
     # bucketed one by one and the sessions in one bucket with several users give strings, the others their columns.

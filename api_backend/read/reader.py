@@ -148,9 +148,12 @@ class EventReader:
         self.rollups.clear()
 
     def _run(self, query: Query) -> Rows:
-        sql, params = self.dialect.bind(query)
+        narrowing = query.narrowing
         try:
-            return self._store.query_dicts(sql, params)
+            if narrowing is None:
+                return self._store.query_dicts(*self.dialect.bind(query))
+            first, params = self.dialect.bind(narrowing.first)
+            return self._store.query_dicts_then(first, params, lambda rows: self.dialect.bind(narrowing.then(rows)))
         except QueryRejectedError:
             # Filters are validated before any query runs, so this is a pattern the engine's RE2 still refuses.
             raise InvalidRequestError.for_field("filters", "the regular expression is not supported") from None

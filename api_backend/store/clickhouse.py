@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +34,13 @@ import pyarrow as pa
 
 from api_backend.query.goals import GoalSpec
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, session_states_sql
-from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
+from api_backend.store.events import (
+    EVENT_COLUMNS,
+    EVENT_SCHEMA,
+    BoundQuery,
+    QueryRejectedError,
+    QueryTooLargeError,
+)
 
 __all__ = ["INSERT_SETTINGS", "QUERY_SETTINGS", "ClickHouseEventStore", "memory_settings"]
 
@@ -276,6 +282,13 @@ class ClickHouseEventStore:
         result = self._run(sql, params)
         names = result.column_names
         return [dict(zip(names, row, strict=True)) for row in _naive_utc(result.result_rows)]
+
+    def query_dicts_then(
+        self, sql: str, params: Mapping[str, Any], then: Callable[[list[dict[str, Any]]], BoundQuery]
+    ) -> list[dict[str, Any]]:
+        """``query_dicts`` of ``sql``, then of the query ``then`` makes of its rows. ClickHouse reads share no
+        snapshot: each sees the parts of its own moment."""
+        return self.query_dicts(*then(self.query_dicts(sql, params)))
 
     def _run(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
         from clickhouse_connect.driver.exceptions import DatabaseError

@@ -22,7 +22,13 @@ import pyarrow.compute as pc
 
 from api_backend.query.goals import GoalSpec, goal_definition
 from api_backend.query.sql import Query
-from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, QueryRejectedError, QueryTooLargeError
+from api_backend.store.events import (
+    EVENT_COLUMNS,
+    EVENT_SCHEMA,
+    BoundQuery,
+    QueryRejectedError,
+    QueryTooLargeError,
+)
 from api_backend.store.goal_bits import (
     GOAL_BITS_DDL,
     build_bit_clear,
@@ -299,16 +305,29 @@ class DuckDBEventStore:
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
+    def query_dicts_then(
+        self, sql: str, params: Mapping[str, Any], then: Callable[[list[dict[str, Any]]], BoundQuery]
+    ) -> list[dict[str, Any]]:
+        """``query_dicts`` of ``sql``, then of the query ``then`` makes of its rows, in one transaction: the second
+        sees the events the first saw."""
+        with self._reading(sql, snapshot=True) as cur:
+            cur.execute(sql, params)
+            names = [d[0] for d in cur.description]
+            second, second_params = then([dict(zip(names, row, strict=True)) for row in cur.fetchall()])
+            cur.execute(second, second_params)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
     @contextmanager
-    def _reading(self, sql: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _reading(self, sql: str, *, snapshot: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A cursor for one read; engine errors become the store's own.
 
-        A read of ``sessions`` runs in a transaction whose snapshot is taken with no events pending (DuckDB takes
-        it when the transaction first reads a table): otherwise a commit between the fold and the read could
-        show it events the table does not describe yet.
+        A read of ``sessions`` (or any read given ``snapshot``) runs in a transaction whose snapshot is taken with
+        no events pending (DuckDB takes it when the transaction first reads a table): otherwise a commit between the
+        fold and the read could show it events the table does not describe yet.
         """
         cur = self._con.cursor()
-        snapshot = _READS_SESSIONS.search(sql) is not None
+        snapshot = snapshot or _READS_SESSIONS.search(sql) is not None
         try:
             if snapshot:
                 with self._write_lock:

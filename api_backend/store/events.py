@@ -8,7 +8,7 @@ them constantly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENT_COLUMNS",
+    "BoundQuery",
     "EVENT_SCHEMA",
     "EVENT_TYPES",
     "EventQueryError",
@@ -41,6 +42,9 @@ EVENT_TYPES: tuple[str, ...] = (
     "form_submit",
     "input_change",
 )
+
+# SQL text and its parameters in the engine's own form (``Dialect.bind``).
+BoundQuery = tuple[str, Mapping[str, Any]]
 
 _STRING = pa.string()
 _INT = pa.int32()
@@ -156,6 +160,16 @@ class EventStore(Protocol):
 
     def query_dicts(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
         """Like ``query`` but each row is a dict keyed by column name."""
+        ...
+
+    def query_dicts_then(
+        self, sql: str, params: Mapping[str, Any], then: Callable[[list[dict[str, Any]]], BoundQuery]
+    ) -> list[dict[str, Any]]:
+        """Run ``sql``, then the query ``then`` makes of its rows as dicts, and return that one's rows as dicts.
+
+        The two see one snapshot of the events where the engine has snapshots (DuckDB); elsewhere each sees the
+        events of its own moment.
+        """
         ...
 
     def count(self, site_id: int | None = None) -> int:

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from api_backend.query.goals import GoalSpec
 from api_backend.store.eventlog import EventLog, LogUnavailableError
-from api_backend.store.events import EventStore, rows_to_table
+from api_backend.store.events import BoundQuery, EventStore, rows_to_table
 
 __all__ = ["BatchWriter", "VisibleEventStore", "WriterClosedError"]
 
@@ -344,6 +344,13 @@ class VisibleEventStore:
         """Like ``query`` but each row is a dict keyed by column name."""
         self._writer.wait_visible()
         return self._store.query_dicts(sql, params)
+
+    def query_dicts_then(
+        self, sql: str, params: Mapping[str, Any], then: Callable[[list[dict[str, Any]]], BoundQuery]
+    ) -> list[dict[str, Any]]:
+        """Like ``query_dicts``, the second query made of the first one's rows (``EventStore.query_dicts_then``)."""
+        self._writer.wait_visible()
+        return self._store.query_dicts_then(sql, params, then)
 
     def delete_site(self, site_id: int) -> int:
         """Remove every event of a site, including those acknowledged a moment ago."""

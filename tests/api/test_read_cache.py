@@ -209,3 +209,47 @@ def test_cache007_error_routes_see_an_acknowledged_write(client, owner, services
     assert counts() == (1, 1, 1)  # repeated: from the cache
     services.writer.write([{**error, "timestamp": datetime(2026, 5, 20, 10)}])
     assert counts() == (2, 2, 2)
+
+
+def test_cache008_the_daily_series_counts_sessions_crossing_midnight_and_caches_by_its_question(
+    client, owner, services, site
+):
+    """On DuckDB the series is narrowed (the crossing sessions' spans first, then their events in them): the
+    numbers are the hand-counted ones on both stores, a repeat is cached by the question, and a write of another
+    crossing session is seen by the next read."""
+
+    def session(name: str, user: str, times: list[datetime]) -> list[dict[str, Any]]:
+        return [
+            {"site_id": site.site_id, "session_id": name, "user_id": user, "timestamp": t, "type": "pageview"}
+            for t in times
+        ]
+
+    night = datetime(2026, 5, 10, 23, 50)
+    services.events.append(
+        rows_to_table(
+            session("a", "u1", [night, night + timedelta(minutes=5), night + timedelta(minutes=15)])
+            + session("b", "u2", [night + timedelta(hours=10)])
+            + session("c", "u1", [night + timedelta(days=1, minutes=12)])
+        )
+    )
+
+    def series() -> list[tuple[int, int, int]]:
+        response = client.get(
+            f"/api/sites/{site.site_id}/overview/time-series",
+            params={"start_date": "2026-05-10", "end_date": "2026-05-12", "time_zone": "UTC", "bucket": "day"},
+            headers=owner.headers,
+        )
+        assert response.status_code == 200, response.text
+        return [(item["sessions"], item["pageviews"], item["users"]) for item in response.json()["data"]]
+
+    # a starts on the 10th (two pageviews there, one on the 11th); b is on the 11th, c on the 12th; d, written
+    # later, crosses from the 11th into the 12th.
+    assert series() == [(1, 2, 1), (1, 2, 2), (1, 1, 1)]
+    cache = services.reader.results
+    entries = len(cache)
+    assert series() == [(1, 2, 1), (1, 2, 2), (1, 1, 1)]
+    assert len(cache) == entries
+    services.writer.write(
+        session("d", "u3", [night + timedelta(days=1, minutes=1), night + timedelta(days=1, minutes=20)])
+    )
+    assert series() == [(1, 2, 1), (2, 3, 3), (1, 2, 2)]

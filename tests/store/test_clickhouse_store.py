@@ -438,3 +438,20 @@ def _in_window(t: datetime, w: Window) -> bool:
     after = w.start is None or (t >= w.start if w.include_start else t > w.start)
     before = w.end is None or (t <= w.end if w.include_end else t < w.end)
     return after and before
+
+
+def test_chstore019_a_query_made_of_a_first_ones_rows_reads_what_it_names(store):
+    """``query_dicts_then`` (the narrowed reads): the second query is made of the first one's rows as dicts."""
+    store.append(rows_to_table([_event(i, pathname=f"/p{i % 3}") for i in range(7)]))
+    seen: list[list[dict]] = []
+
+    def then(rows: list[dict]) -> tuple[str, dict]:
+        seen.append(rows)
+        return (
+            "SELECT count() AS n FROM events WHERE pathname = {path:String}",
+            {"path": rows[0]["pathname"]},
+        )
+
+    first = "SELECT pathname, count() AS n FROM events GROUP BY pathname ORDER BY n DESC, pathname LIMIT 1"
+    assert store.query_dicts_then(first, {}, then) == [{"n": 3}]
+    assert seen == [[{"pathname": "/p0", "n": 3}]]

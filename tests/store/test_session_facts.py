@@ -4,6 +4,7 @@ overview read from it gives the numbers of the event grouping on randomized data
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import random
 from datetime import datetime, timedelta
@@ -13,6 +14,7 @@ import pytest
 
 from api_backend.ingest.sessions import new_session_id
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
+from api_backend.query.facts import merge_spans
 from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
 from api_backend.query.goals import (
     GoalSpec,
@@ -37,6 +39,7 @@ from api_backend.query.sessions import (
 )
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
+from api_backend.query.zones import constant_offset
 from api_backend.store import duckdb as duckdb_module
 from api_backend.store import sessions as sessions_module
 from api_backend.store.duckdb import DuckDBEventStore
@@ -159,6 +162,19 @@ def random_scope(rng: random.Random, seed: int) -> Scope:
 
 def run(store: DuckDBEventStore, query: Query) -> list[dict[str, Any]]:
     return store.query_dicts(query.sql, query.params)
+
+
+def run_narrowed(store: DuckDBEventStore, query: Query) -> tuple[list[dict[str, Any]], Query]:
+    """The rows of ``query`` by its narrowing, as the event reader runs it, and the query the narrowing made."""
+    assert query.narrowing is not None
+    made: list[Query] = []
+
+    def then(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        made.append(query.narrowing.then(rows))
+        return made[0].sql, made[0].params
+
+    first = query.narrowing.first
+    return store.query_dicts_then(first.sql, first.params, then), made[0]
 
 
 def assert_same(facts: list[dict[str, Any]], events: list[dict[str, Any]], context: Any) -> None:
@@ -384,6 +400,115 @@ def test_facts003_windows_cutting_sessions_count_only_their_in_window_events():
     assert (row["sessions"], row["pageviews"], row["session_duration"]) == (1, 2, 300.0)
     series = run(store, build_overview_series_query(Scope((1,), Window(None, None)), "day", DUCKDB))
     assert [(r["bucket"].day, r["sessions"], r["pageviews"]) for r in series] == [(10, 1, 2), (11, 0, 2)]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_facts028_the_series_narrowed_to_the_crossing_sessions_spans_equals_the_event_grouping(seeded, seed):
+    """Where the zone keeps one offset over the window, the series first asks when the sessions crossing a bucket
+    or an edge were active and looks for their events in those spans only: the same rows as grouping the events."""
+    store, _ = seeded
+    rng = random.Random(3000 + seed)
+    scope = random_scope(rng, seed)
+    if scope.window.start is not None and seed % 3:  # the zones' fixed stretches: no change of offset inside
+        start = rng.choice([datetime(2026, 3, 1), datetime(2026, 3, 30)])
+        length = timedelta(seconds=rng.randrange(3600, 8 * 86400))
+        window = dataclasses.replace(scope.window, start=start, end=start + length, time_zone=rng.choice(ZONES))
+        scope = dataclasses.replace(scope, window=window)
+    bucket = rng.choice(BUCKETS)
+    context = (scope, bucket)
+    query = build_overview_series_query(scope, bucket, DUCKDB)
+    expected = run(store, build_overview_series_events_query(scope, bucket, DUCKDB))
+    assert_same(run(store, query), expected, context)
+    if query.narrowing is None:
+        assert constant_offset(scope.window) is None, context
+        return
+    rows, _ = run_narrowed(store, query)
+    assert_same(rows, expected, context)
+
+
+def test_facts029_the_narrowing_looks_for_events_in_the_spans_on_many_windows(seeded):
+    """Over windows of a day to a week, daily buckets, most series are narrowed to spans, and never wrongly."""
+    store, _ = seeded
+    narrowed = 0
+    for n in range(12):
+        start = datetime(2026, 3, 1) + timedelta(hours=7 * n)
+        scope = Scope((1,), Window(start, start + timedelta(days=1 + n % 7), "UTC", mode="datetime"))
+        query = build_overview_series_query(scope, "day", DUCKDB)
+        rows, made = run_narrowed(store, query)
+        assert_same(rows, run(store, build_overview_series_events_query(scope, "day", DUCKDB)), scope)
+        narrowed += made.sql != query.sql
+    assert narrowed >= 9
+
+
+def test_facts030_the_narrowed_series_sees_the_events_its_spans_were_found_in():
+    """Both queries of the narrowed series read one snapshot: a session committed between them changes neither."""
+    store = DuckDBEventStore(":memory:")
+    rows = [
+        {
+            "site_id": 1,
+            "timestamp": datetime(2026, 3, 10, 23, 50) + timedelta(minutes=m),
+            "session_id": "a",
+            "user_id": "v",
+            "type": "pageview",
+        }
+        for m in (0, 20)
+    ]
+    store.append(rows_to_table(rows))
+    late = [
+        {
+            "site_id": 1,
+            "timestamp": datetime(2026, 3, 12, 23, 55) + timedelta(minutes=m),
+            "session_id": "b",
+            "user_id": "w",
+            "type": "pageview",
+        }
+        for m in (0, 10)
+    ]
+    scope = Scope((1,), Window(datetime(2026, 3, 10), datetime(2026, 3, 14), mode="datetime"))
+    query = build_overview_series_query(scope, "day", DUCKDB)
+    before = run(store, query)
+    first = query.narrowing.first
+
+    def then(found: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        store.append(rows_to_table(late))  # commits between the two queries
+        made = query.narrowing.then(found)
+        assert made.sql != query.sql
+        return made.sql, made.params
+
+    assert store.query_dicts_then(first.sql, first.params, then) == before
+    assert [(r["bucket"].day, r["sessions"], r["pageviews"]) for r in before] == [(10, 1, 1), (11, 0, 1)]
+    after = run(store, query)
+    assert [(r["bucket"].day, r["sessions"], r["pageviews"]) for r in after][2:] == [(12, 1, 1), (13, 0, 1)]
+
+
+def test_facts031_merged_spans_hold_every_span_within_the_limit():
+    day = datetime(2026, 3, 1)
+    window = Window(day, day + timedelta(days=40), mode="datetime")
+
+    def span(start_hours: float, hours: float) -> dict[str, Any]:
+        return {"lo": day + timedelta(hours=start_hours), "hi": day + timedelta(hours=start_hours + hours)}
+
+    assert merge_spans([], window) == []
+    assert merge_spans([{"lo": None, "hi": None}], window) == []
+    # Overlapping and touching spans join, in order of time.
+    assert merge_spans([span(30, 2), span(1, 2), span(2, 1), span(3, 4)], window) == [
+        (day + timedelta(hours=1), day + timedelta(hours=7)),
+        (day + timedelta(hours=30), day + timedelta(hours=32)),
+    ]
+    # Beyond the limit, the narrowest gaps close first; every span stays inside one of the result.
+    rng = random.Random(31)
+    spans = [span(24 * n + rng.random(), rng.random()) for n in range(36)]
+    merged = merge_spans(spans, Window(day, day + timedelta(days=100), mode="datetime"), limit=8)
+    assert merged is not None and len(merged) == 8
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(merged))
+    assert all(any(lo <= s["lo"] and s["hi"] <= hi for lo, hi in merged) for s in spans)
+    gaps = sorted((spans[i + 1]["lo"] - spans[i]["hi"] for i in range(35)), reverse=True)
+    assert sorted(b[0] - a[1] for a, b in itertools.pairwise(merged)) == sorted(gaps[:7])
+    # Spans covering more than half the window skip too little to be worth it; an open window compares with them.
+    assert merge_spans([span(0, 24 * 21)], window) is None
+    assert merge_spans([span(0, 24 * 19)], window) == [(day, day + timedelta(hours=24 * 19))]
+    assert merge_spans([span(0, 1)], Window(None, None)) is None
+    assert merge_spans([span(0, 1), span(10, 1)], Window(None, None)) is not None
 
 
 def test_facts026_users_as_numbers_are_counted_once_on_either_side_of_the_halves():
