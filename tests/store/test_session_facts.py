@@ -511,14 +511,18 @@ def test_facts031_merged_spans_hold_every_span_within_the_limit():
     assert merge_spans([span(0, 1), span(10, 1)], Window(None, None)) is not None
 
 
-def test_facts026_users_as_numbers_are_counted_once_on_either_side_of_the_halves():
-    """The overview counts the numbers below and from 2**63 apart: values at both ends of each half, each user in
-    two sessions, and an identified user that is also a visitor id, give one user each."""
+def test_facts026_users_as_numbers_are_counted_once_on_either_side_of_the_quarters():
+    """The overview counts the numbers in each quarter of their range apart: values at both ends of each quarter,
+    each user in two sessions, and an identified user that is also a visitor id, give one user each."""
     store = DuckDBEventStore(":memory:")
     users = [
         ("0000000000000000", ""),
+        ("3fffffffffffffff", ""),
+        ("4000000000000000", ""),
         ("7fffffffffffffff", ""),
         ("8000000000000000", ""),
+        ("bfffffffffffffff", ""),
+        ("c000000000000000", ""),
         ("ffffffffffffffff", ""),
         ("visitor-a", "8000000000000000"),  # the identified id wins, and it is a visitor id counted above
         ("visitor-b", "member-1"),
@@ -542,10 +546,10 @@ def test_facts026_users_as_numbers_are_counted_once_on_either_side_of_the_halves
     store.append(rows_to_table(rows))
     scope = Scope((1,), Window(datetime(2026, 3, 10), datetime(2026, 3, 11), mode="date"))
     facts = build_overview_query(scope, DUCKDB)
-    assert f"unum >= {2**63}" in facts.sql
+    assert all(f"unum >= {k * 2**62}" in facts.sql for k in (1, 2, 3))
     row = run(store, facts)[0]
-    # 0000..., 7fff..., 8000... (twice over), ffff..., member-1, 7FFF...
-    assert (row["sessions"], row["users"]) == (16, 6)
+    # The eight numbers (8000... twice over), member-1, 7FFF...
+    assert (row["sessions"], row["users"]) == (24, 10)
     assert_same(run(store, facts), run(store, build_overview_events_query(scope, DUCKDB)), scope)
 
 
