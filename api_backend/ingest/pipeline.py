@@ -31,7 +31,6 @@ Choices the specs leave open, written down here:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import threading
@@ -214,7 +213,7 @@ class Ingestor:
         tracker may send the same events again.
         """
         try:
-            return await asyncio.wrap_future(self.rows.submit(rows))
+            return await self.rows.write(rows)
         except LogUnavailableError:
             raise ServiceUnavailableError() from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from datetime import datetime
 
@@ -85,3 +86,100 @@ def test_coalescer003_closed_writer_fails_every_waiter(tmp_path):
     with pytest.raises(WriterClosedError):
         coalescer.submit([row("/later")]).result(5)
     store.close()
+
+
+class CountingLoop(asyncio.SelectorEventLoop):
+    """A real event loop that counts the calls other threads make into it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls_from_threads = 0
+
+    def call_soon_threadsafe(self, callback, *args, context=None):
+        self.calls_from_threads += 1
+        return super().call_soon_threadsafe(callback, *args, context=context)
+
+
+def test_coalescer004_tasks_waiting_on_one_group_are_woken_by_one_call_into_their_loop(tmp_path):
+    store = SlowStore(tmp_path / "events.duckdb")
+    writer = BatchWriter(store, linger=0)
+    coalescer = RowCoalescer(writer)
+    loop = CountingLoop()
+
+    async def requests() -> list[int]:
+        first = asyncio.ensure_future(coalescer.write([row("/first")]))
+        await asyncio.sleep(0)
+        waiting = [asyncio.ensure_future(coalescer.write([row(f"/w{i}")])) for i in range(30)]
+        await asyncio.sleep(0)
+        assert not first.done() and not any(task.done() for task in waiting)  # nothing answered before the commit
+        store.release.set()
+        return [await first, *await asyncio.gather(*waiting)]
+
+    try:
+        assert loop.run_until_complete(requests()) == [1] * 31
+        assert store.batches == [1, 30]
+        # Two groups (the first row, then the 30 that came during its commit): two calls, not 31.
+        assert loop.calls_from_threads == 2
+    finally:
+        store.release.set()
+        loop.close()
+        writer.close()
+        store.close()
+
+
+@pytest.mark.parametrize("how", ["write", "submit"])
+def test_coalescer005_requests_that_stop_waiting_leave_the_others_and_later_ones_unharmed(tmp_path, how):
+    """A cancelled waiter (its request's task cancelled while its rows were being made durable) is skipped: the rest
+    of its group is answered, its rows are stored all the same, and the next groups go through."""
+    store = SlowStore(tmp_path / "events.duckdb")
+    writer = BatchWriter(store, linger=0)
+    coalescer = RowCoalescer(writer)
+
+    def wait(rows: list[tuple]) -> asyncio.Future:
+        if how == "write":
+            return asyncio.ensure_future(coalescer.write(rows))
+        return asyncio.wrap_future(coalescer.submit(rows))  # cancelling it cancels the submitted future too
+
+    async def requests() -> list:
+        tasks = [wait([row(f"/r{i}")]) for i in range(20)]
+        await asyncio.sleep(0)
+        for task in tasks[5:15]:
+            task.cancel()
+        store.release.set()
+        answers = await asyncio.gather(*tasks, return_exceptions=True)
+        later = await asyncio.wait_for(wait([row("/later")]), 10)
+        return [*answers, later]
+
+    try:
+        answers = asyncio.run(requests())
+        assert answers[:5] + answers[15:] == [1] * 11
+        assert all(isinstance(answer, asyncio.CancelledError) for answer in answers[5:15])
+        assert store.count() == 21
+    finally:
+        store.release.set()
+        writer.close()
+        store.close()
+
+
+def test_coalescer006_awaited_writes_fail_with_the_writers_error_or_their_own(tmp_path):
+    store = DuckDBEventStore(tmp_path / "events.duckdb")
+    writer = BatchWriter(store, linger=0)
+    coalescer = RowCoalescer(writer)
+
+    async def requests() -> list:
+        return await asyncio.gather(
+            coalescer.write([row("/good")]),
+            coalescer.write([row("/bad\ud800")]),
+            coalescer.write([row("/also-good")]),
+            return_exceptions=True,
+        )
+
+    try:
+        good, bad, also_good = asyncio.run(requests())
+        assert (good, also_good) == (1, 1) and isinstance(bad, UnicodeEncodeError)
+        writer.close()
+        with pytest.raises(WriterClosedError):
+            asyncio.run(coalescer.write([row("/late")]))
+    finally:
+        writer.close()
+        store.close()
