@@ -36,8 +36,10 @@ from api_backend.query.js_errors import build_error_names_query, build_error_ser
 from api_backend.query.metric import build_metric_query
 from api_backend.query.overview import build_overview_query, build_overview_series_query
 from api_backend.query.scope import Scope
+from api_backend.query.sql import Query
 from api_backend.query.usage import build_usage_query
 from api_backend.query.window import Window
+from api_backend.read.reader import EventReader
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import EVENT_TYPES
@@ -87,6 +89,10 @@ class ReadContext:
     top_error: str = ""
     channels: list[str] = field(default_factory=list)
     http_clickhouse_store: httpx.Client | None = None  # the same API served on the ClickHouse event store
+
+    def duck_rows(self, query: Query) -> list[dict[str, Any]]:
+        """The rows of a route's query on DuckDB as the route gets them (``EventReader``: through its narrowing)."""
+        return EventReader(self.duck).rows(query)
 
     def on_clickhouse_store(self) -> ReadContext:
         """This context with its HTTP calls going to the server whose events live in ClickHouse."""
@@ -214,7 +220,7 @@ def _goals_duck(ctx: ReadContext, filters: list[dict[str, Any]] | None = None) -
         query = build_goals_query(scope, specs, DUCKDB)
     else:
         query = build_goals_stored_query(scope, specs, bits, DUCKDB)
-    row = ctx.duck.query_dicts(query.sql, query.params)[0]
+    row = ctx.duck_rows(query)[0]
     assert not row.get("stale_result")
     conversions = {s.goal_id: int(row[f"g{i}"]) for i, s in enumerate(specs)}
     return {"sessions": int(row["sessions"]), "conversions": conversions}
@@ -248,7 +254,7 @@ def _sessions_duck(ctx: ReadContext) -> dict[str, Any]:
         query = build_goal_sessions_query(ctx.scope(), spec, 25, 0, DUCKDB)
     else:
         query = build_goal_sessions_stored_query(ctx.scope(), spec, bits[0], 25, 0, DUCKDB)
-    result = ctx.duck.query_dicts(query.sql, query.params)
+    result = ctx.duck_rows(query)
     assert not (result and result[0].get("stale_result"))
     rows = [
         (r["session_id"], int(r["pageviews"]), _iso(r["session_start"]), _iso(r["session_end"]))
@@ -294,7 +300,7 @@ def _breakdown_duck(ctx: ReadContext) -> dict[str, Any]:
         query = build_goal_breakdown_query(ctx.scope(), spec, "channel", DUCKDB)
     else:
         query = build_goal_breakdown_stored_query(ctx.scope(), spec, "channel", bits[0], DUCKDB)
-    rows = ctx.duck.query_dicts(query.sql, query.params)
+    rows = ctx.duck_rows(query)
     assert not rows[0].get("stale_result")
     values = {r["value"]: (int(r["sessions"]), int(r["conversions"])) for r in rows if r["value"] is not None}
     first = rows[0]
@@ -324,7 +330,7 @@ def _metric_http(ctx: ReadContext, parameter: str, limit: int) -> dict[str, Any]
 
 def _metric_duck(ctx: ReadContext, parameter: str, limit: int) -> dict[str, Any]:
     query = build_metric_query(ctx.scope(), parameter, limit, 0, DUCKDB)
-    rows = ctx.duck.query_dicts(query.sql, query.params)
+    rows = ctx.duck_rows(query)
     return {
         "total_values": int(rows[0]["total_values"]),
         "values": {r["value"]: int(r["count"]) for r in rows if r["count"] is not None},
@@ -369,7 +375,7 @@ def _overview_http(ctx: ReadContext) -> dict[str, Any]:
 
 def _overview_duck(ctx: ReadContext) -> dict[str, Any]:
     query = build_overview_query(ctx.scope(), DUCKDB)
-    return _overview_canon(ctx.duck.query_dicts(query.sql, query.params)[0])
+    return _overview_canon(ctx.duck_rows(query)[0])
 
 
 _CH_DURATION = "(toUnixTimestamp64Milli(max(timestamp)) - toUnixTimestamp64Milli(min(timestamp))) / 1000.0"
@@ -394,7 +400,7 @@ def _overview_series_http(ctx: ReadContext) -> list[tuple[str, int, int, int]]:
 
 def _overview_series_duck(ctx: ReadContext) -> list[tuple[str, int, int, int]]:
     query = build_overview_series_query(ctx.scope(), "day", DUCKDB)
-    rows = ctx.duck.query_dicts(query.sql, query.params)
+    rows = ctx.duck_rows(query)
     return _series_canon([(_iso(r["bucket"]), int(r["sessions"]), int(r["pageviews"]), int(r["users"])) for r in rows])
 
 
@@ -430,7 +436,7 @@ def _error_names_http(ctx: ReadContext) -> dict[str, Any]:
 
 def _error_names_duck(ctx: ReadContext) -> dict[str, Any]:
     query = build_error_names_query(ctx.scope(), 10, 0, DUCKDB)
-    rows = ctx.duck.query_dicts(query.sql, query.params)
+    rows = ctx.duck_rows(query)
     values = {
         r["value"]: (int(r["count"]), int(r["sessionCount"]), r["errorName"]) for r in rows if r["rn"] is not None
     }
@@ -455,7 +461,7 @@ def _error_series_http(ctx: ReadContext) -> dict[str, int]:
 
 def _error_series_duck(ctx: ReadContext) -> dict[str, int]:
     query = build_error_series_query(ctx.scope(), ctx.top_error, "hour", DUCKDB)
-    return {_iso(r["bucket"]): int(r["error_count"]) for r in ctx.duck.query_dicts(query.sql, query.params)}
+    return {_iso(r["bucket"]): int(r["error_count"]) for r in ctx.duck_rows(query)}
 
 
 def _error_series_ch(ctx: ReadContext) -> dict[str, int]:
@@ -475,7 +481,7 @@ def _usage_http(ctx: ReadContext) -> list[tuple[Any, ...]]:
 
 def _usage_duck(ctx: ReadContext) -> list[tuple[Any, ...]]:
     query = build_usage_query((ctx.site_id,), ctx.window, DUCKDB)
-    rows = ctx.duck.query_dicts(query.sql, query.params)
+    rows = ctx.duck_rows(query)
     by_day = {r["day"].isoformat(): r for r in rows}
     return _usage_days(ctx, by_day)
 
@@ -515,7 +521,7 @@ def _funnel_http(ctx: ReadContext) -> list[int]:
 
 def _funnel_duck(ctx: ReadContext) -> list[int]:
     query = build_funnel_query(ctx.scope(), FUNNEL_STEPS, DUCKDB)
-    row = ctx.duck.query_dicts(query.sql, query.params)[0]
+    row = ctx.duck_rows(query)[0]
     return [int(row[f"s{i}"]) for i in range(1, len(FUNNEL_STEPS) + 1)]
 
 
