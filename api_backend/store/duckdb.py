@@ -73,6 +73,12 @@ def _column_sql(name: str, typ: pa.DataType) -> str:
 _HEADER_BYTES = 3 * 4096
 
 
+def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every row of the statement ``cur`` ran, as a dict keyed by column name."""
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
 def _refuse_cut_short(con: duckdb.DuckDBPyConnection, path: str) -> None:
     """Close ``con`` and raise ``duckdb.IOException`` when the file at ``path`` lacks blocks its data lies in."""
     row = con.execute(
@@ -301,9 +307,7 @@ class DuckDBEventStore:
     def query_dicts(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
         """Run ``sql`` and return rows as dicts keyed by column name."""
         with self._reading(sql) as cur:
-            cur.execute(sql, params)
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+            return _dicts(cur.execute(sql, params))
 
     def query_dicts_then(
         self, sql: str, params: Mapping[str, Any], then: Callable[[list[dict[str, Any]]], BoundQuery]
@@ -311,12 +315,8 @@ class DuckDBEventStore:
         """``query_dicts`` of ``sql``, then of the query ``then`` makes of its rows, in one transaction: the second
         sees the events the first saw."""
         with self._reading(sql, snapshot=True) as cur:
-            cur.execute(sql, params)
-            names = [d[0] for d in cur.description]
-            second, second_params = then([dict(zip(names, row, strict=True)) for row in cur.fetchall()])
-            cur.execute(second, second_params)
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+            second, second_params = then(_dicts(cur.execute(sql, params)))
+            return _dicts(cur.execute(second, second_params))
 
     @contextmanager
     def _reading(self, sql: str, *, snapshot: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:

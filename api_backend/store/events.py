@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENT_COLUMNS",
-    "BoundQuery",
     "EVENT_SCHEMA",
     "EVENT_TYPES",
+    "BoundQuery",
     "EventQueryError",
     "EventStore",
     "QueryRejectedError",
