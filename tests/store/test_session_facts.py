@@ -443,27 +443,21 @@ def test_facts029_the_narrowing_looks_for_events_in_the_spans_on_many_windows(se
 def test_facts030_the_narrowed_series_sees_the_events_its_spans_were_found_in():
     """Both queries of the narrowed series read one snapshot: a session committed between them changes neither."""
     store = DuckDBEventStore(":memory:")
-    rows = [
-        {
-            "site_id": 1,
-            "timestamp": datetime(2026, 3, 10, 23, 50) + timedelta(minutes=m),
-            "session_id": "a",
-            "user_id": "v",
-            "type": "pageview",
-        }
-        for m in (0, 20)
-    ]
-    store.append(rows_to_table(rows))
-    late = [
-        {
-            "site_id": 1,
-            "timestamp": datetime(2026, 3, 12, 23, 55) + timedelta(minutes=m),
-            "session_id": "b",
-            "user_id": "w",
-            "type": "pageview",
-        }
-        for m in (0, 10)
-    ]
+
+    def pageviews(session: str, user: str, at: datetime, minutes: tuple[int, ...]) -> list[dict[str, Any]]:
+        return [
+            {
+                "site_id": 1,
+                "timestamp": at + timedelta(minutes=m),
+                "session_id": session,
+                "user_id": user,
+                "type": "pageview",
+            }
+            for m in minutes
+        ]
+
+    store.append(rows_to_table(pageviews("a", "v", datetime(2026, 3, 10, 23, 50), (0, 20))))
+    late = pageviews("b", "w", datetime(2026, 3, 12, 23, 55), (0, 10))
     scope = Scope((1,), Window(datetime(2026, 3, 10), datetime(2026, 3, 14), mode="datetime"))
     query = build_overview_series_query(scope, "day", DUCKDB)
     before = run(store, query)
