@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
@@ -32,46 +33,45 @@ def row(path: str) -> tuple:
     return event_record({"site_id": 1, "timestamp": datetime(2026, 3, 1, 9, 0), "pathname": path})
 
 
-def test_coalescer001_groups_rows_while_a_commit_is_in_flight(tmp_path):
+@pytest.fixture
+def slow(tmp_path) -> Iterator[tuple[SlowStore, RowCoalescer]]:
+    """A coalescer over a writer (no log) whose store holds each commit until ``store.release`` is set."""
     store = SlowStore(tmp_path / "events.duckdb")
     writer = BatchWriter(store, linger=0)
-    coalescer = RowCoalescer(writer)
     try:
-        first = coalescer.submit([row("/first")])
-        waiting = [coalescer.submit([row(f"/w{i}"), row(f"/w{i}b")]) for i in range(50)]
-        assert not first.done() and not any(f.done() for f in waiting)  # nothing answered before its commit
-        store.release.set()
-        assert first.result(10) == 1
-        assert [f.result(10) for f in waiting] == [2] * 50
-        # The 50 requests that arrived during the first commit went to the writer as one group.
-        assert store.batches == [1, 100]
-        assert store.count() == 101
+        yield store, RowCoalescer(writer)
     finally:
         store.release.set()
         writer.close()
         store.close()
 
 
-def test_coalescer002_a_row_that_cannot_be_stored_fails_only_its_request(tmp_path):
-    store = SlowStore(tmp_path / "events.duckdb")
-    writer = BatchWriter(store, linger=0)
-    coalescer = RowCoalescer(writer)
-    try:
-        first = coalescer.submit([row("/first")])
-        good = coalescer.submit([row("/good")])
-        bad = coalescer.submit([row("/bad\ud800")])  # a lone surrogate cannot be written as UTF-8
-        also_good = coalescer.submit([row("/also-good")])
-        store.release.set()
-        assert (first.result(10), good.result(10), also_good.result(10)) == (1, 1, 1)
-        with pytest.raises(UnicodeEncodeError):
-            bad.result(10)
-        assert sorted(r[0] for r in store.query("SELECT pathname FROM events")) == ["/also-good", "/first", "/good"]
-        # The writer is still alive.
-        assert coalescer.submit([row("/after")]).result(10) == 1
-    finally:
-        store.release.set()
-        writer.close()
-        store.close()
+def test_coalescer001_groups_rows_while_a_commit_is_in_flight(slow):
+    store, coalescer = slow
+    first = coalescer.submit([row("/first")])
+    waiting = [coalescer.submit([row(f"/w{i}"), row(f"/w{i}b")]) for i in range(50)]
+    assert not first.done() and not any(f.done() for f in waiting)  # nothing answered before its commit
+    store.release.set()
+    assert first.result(10) == 1
+    assert [f.result(10) for f in waiting] == [2] * 50
+    # The 50 requests that arrived during the first commit went to the writer as one group.
+    assert store.batches == [1, 100]
+    assert store.count() == 101
+
+
+def test_coalescer002_a_row_that_cannot_be_stored_fails_only_its_request(slow):
+    store, coalescer = slow
+    first = coalescer.submit([row("/first")])
+    good = coalescer.submit([row("/good")])
+    bad = coalescer.submit([row("/bad\ud800")])  # a lone surrogate cannot be written as UTF-8
+    also_good = coalescer.submit([row("/also-good")])
+    store.release.set()
+    assert (first.result(10), good.result(10), also_good.result(10)) == (1, 1, 1)
+    with pytest.raises(UnicodeEncodeError):
+        bad.result(10)
+    assert sorted(r[0] for r in store.query("SELECT pathname FROM events")) == ["/also-good", "/first", "/good"]
+    # The writer is still alive.
+    assert coalescer.submit([row("/after")]).result(10) == 1
 
 
 def test_coalescer003_closed_writer_fails_every_waiter(tmp_path):
@@ -100,10 +100,8 @@ class CountingLoop(asyncio.SelectorEventLoop):
         return super().call_soon_threadsafe(callback, *args, context=context)
 
 
-def test_coalescer004_tasks_waiting_on_one_group_are_woken_by_one_call_into_their_loop(tmp_path):
-    store = SlowStore(tmp_path / "events.duckdb")
-    writer = BatchWriter(store, linger=0)
-    coalescer = RowCoalescer(writer)
+def test_coalescer004_tasks_waiting_on_one_group_are_woken_by_one_call_into_their_loop(slow):
+    store, coalescer = slow
     loop = CountingLoop()
 
     async def requests() -> list[int]:
@@ -117,23 +115,18 @@ def test_coalescer004_tasks_waiting_on_one_group_are_woken_by_one_call_into_thei
 
     try:
         assert loop.run_until_complete(requests()) == [1] * 31
-        assert store.batches == [1, 30]
-        # Two groups (the first row, then the 30 that came during its commit): two calls, not 31.
-        assert loop.calls_from_threads == 2
     finally:
-        store.release.set()
         loop.close()
-        writer.close()
-        store.close()
+    assert store.batches == [1, 30]
+    # Two groups (the first row, then the 30 that came during its commit): two calls, not 31.
+    assert loop.calls_from_threads == 2
 
 
 @pytest.mark.parametrize("how", ["write", "submit"])
-def test_coalescer005_requests_that_stop_waiting_leave_the_others_and_later_ones_unharmed(tmp_path, how):
+def test_coalescer005_requests_that_stop_waiting_leave_the_others_and_later_ones_unharmed(slow, how):
     """A cancelled waiter (its request's task cancelled while its rows were being made durable) is skipped: the rest
     of its group is answered, its rows are stored all the same, and the next groups go through."""
-    store = SlowStore(tmp_path / "events.duckdb")
-    writer = BatchWriter(store, linger=0)
-    coalescer = RowCoalescer(writer)
+    store, coalescer = slow
 
     def wait(rows: list[tuple]) -> asyncio.Future:
         if how == "write":
@@ -150,15 +143,10 @@ def test_coalescer005_requests_that_stop_waiting_leave_the_others_and_later_ones
         later = await asyncio.wait_for(wait([row("/later")]), 10)
         return [*answers, later]
 
-    try:
-        answers = asyncio.run(requests())
-        assert answers[:5] + answers[15:] == [1] * 11
-        assert all(isinstance(answer, asyncio.CancelledError) for answer in answers[5:15])
-        assert store.count() == 21
-    finally:
-        store.release.set()
-        writer.close()
-        store.close()
+    answers = asyncio.run(requests())
+    assert answers[:5] + answers[15:] == [1] * 11
+    assert all(isinstance(answer, asyncio.CancelledError) for answer in answers[5:15])
+    assert store.count() == 21
 
 
 def test_coalescer006_awaited_writes_fail_with_the_writers_error_or_their_own(tmp_path):
