@@ -170,7 +170,7 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
 
     The query's narrowing first asks the table when those crossing sessions were active (``crossing_spans``), so
     their events are then looked for in those spans of time only: the blocks of ``events`` outside them are
-    skipped (at 100M events the series 3.0 -> 2.3 s, the same at 10M).
+    skipped (its SQL at 100M events 3.4 -> 2.3 s; at 10M the same).
     """
     if not facts_answer(scope, d):
         return build_overview_series_events_query(scope, bucket, d)
