@@ -4,8 +4,8 @@ Turning rows into an Arrow table costs about the same for one row as for a thous
 converts each submission separately. So while one group is being made durable (synced to the event log),
 new rows wait here and go to the writer together as the next group: one conversion and one sync for
 everything that arrived in the meantime. Single events arrive as records (value tuples in ``EVENT_SCHEMA``
-order, which transpose into columns in C); batches as Arrow tables already (built column by column), which
-join the group as they are. A future resolves only once its rows are durable, as with the writer itself.
+order, which Arrow reads in one call as structs); batches as Arrow tables already (built column by column),
+which join the group as they are. A future resolves only once its rows are durable, as with the writer itself.
 
 Requests on an event loop await ``write``: the waiters of a group that live on one loop are resolved by one call
 into it. A call into a loop from another thread (``call_soon_threadsafe``) writes to the loop's wake-up socket, and

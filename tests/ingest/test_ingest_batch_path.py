@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
 
@@ -27,7 +28,7 @@ from api_backend.ingest.fastpath import event_tuple, fast_event, load_json, plai
 from api_backend.ingest.payload import parse_event
 from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
-from api_backend.store.events import records_to_table
+from api_backend.store.events import EVENT_SCHEMA, records_to_table
 from tests.support import Account, make_account, make_site
 
 SECRET = "batch-path-secret-0123456789"
@@ -512,3 +513,37 @@ def test_batchpath010_single_event_records_hold_what_the_batch_table_holds(world
     assert not any("docs.example" in r["referrer"] for r in rows)  # self-referrals sent, cleared when stored
     assert {"known-7", "customer-9"} <= {r["identified_user_id"] for r in rows}
     assert all(r["user_id"] != "customer-9" for r in rows)  # the sent user_id is not the stored visitor
+
+
+def test_batchpath011_records_become_the_table_column_by_column_would_give():
+    """``records_to_table`` reads the records as one array of structs: the same table as converting each column of
+    the transposed records on its own, and the same errors for values that cannot be stored."""
+    rng = random.Random(11)
+    values = {
+        "string": ["", "/", "/prix/été", "日本語", "x" * 300],
+        "int": [0, 1, -7, 2**31 - 1],
+        "float": [None, 0.0, 1.25, 3e-9],
+    }
+    kinds = {pa.string(): "string", pa.int32(): "int", pa.float64(): "float"}
+    records = []
+    for _ in range(40):
+        record = []
+        for field in EVENT_SCHEMA:
+            if pa.types.is_timestamp(field.type):
+                record.append(datetime(2026, 3, 1) + timedelta(milliseconds=rng.randrange(10**9)))
+            else:
+                record.append(rng.choice(values[kinds[field.type]]))
+        records.append(tuple(record))
+    by_column = pa.Table.from_arrays(
+        [
+            pa.array(list(column), type=field.type)
+            for column, field in zip(zip(*records, strict=True), EVENT_SCHEMA, strict=True)
+        ],
+        schema=EVENT_SCHEMA,
+    )
+    assert records_to_table(records).equals(by_column)
+    assert records_to_table([]).equals(EVENT_SCHEMA.empty_table())
+    with pytest.raises(UnicodeEncodeError):
+        records_to_table([records[0], (*records[1][:3], "bad\ud800", *records[1][4:])])
+    with pytest.raises(ValueError):
+        records_to_table([records[0], records[1][:-1]])
