@@ -204,12 +204,19 @@ def _series_from_facts(scope: Scope, bucket: str, d: Dialect, spans: Sequence[Sp
     """``build_overview_series_query``; with ``spans``, the crossing sessions' events are looked for in them only."""
     p = Params()
     start_bucket, one_bucket = _bucketing(scope, bucket, d, p)
-    whole_extra = f", users, users_count, {start_bucket} AS start_bucket, {one_bucket} AS one_bucket"
+    whole_extra = (
+        f", users, users_count, {start_bucket} AS start_bucket, {one_bucket} AS one_bucket, rowid AS session_row"
+    )
     ctes = _facts_ctes(scope, d, p, whole_extra)
     session_bucket = d.bucket(local_time("session_start", scope.window, d, p), bucket)
     event_bucket = d.bucket(local_time("timestamp", scope.window, d, p), bucket)
     window = window_condition(scope.site_ids, scope.window, p)
-    split = "SELECT session_id FROM whole WHERE NOT one_bucket UNION ALL SELECT session_id FROM edge"
+    # The whole sessions not inside one bucket are found by their times alone and their ids read by ``rowid``: the
+    # ids of every whole session are not read (the series at 10M events 237 -> 215 ms, at 100M 2.14 -> 1.98 s).
+    split = (
+        "SELECT session_id FROM sessions WHERE rowid IN (SELECT session_row FROM whole WHERE NOT one_bucket) "
+        "UNION ALL SELECT session_id FROM edge"
+    )
     # The events of the sessions not inside one bucket, bucketed one by one (few: kept for the two uses below). They
     # are found by their ids alone, then read by ``rowid``: the other columns of every in-window row are not read
     # (the series at 10M events 306 -> 271-285 ms). Both scans keep to the spans, when known.
