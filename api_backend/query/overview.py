@@ -192,7 +192,7 @@ def _bucketing(scope: Scope, bucket: str, d: Dialect, p: Params) -> tuple[str, s
     """``(start bucket, inside one bucket)`` of a ``sessions`` row, as expressions."""
     first_local = local_time("first_seen", scope.window, d, p)
     last_local = local_time("last_seen", scope.window, d, p)
-    one_bucket = f"{d.bucket(first_local, bucket)} = {d.bucket(last_local, bucket)}"
+    one_bucket = d.same_bucket(first_local, last_local, bucket)
     if constant_offset(scope.window) is None:
         # The offset may change inside the window: a session whose first and last events carry different offsets
         # is bucketed event by event (comparing the offsets on 2.5M rows costs about 60 ms, so only when needed).

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from api_backend.errors import InvalidRequestError
-from api_backend.query.buckets import bucket_floor, bucket_starts, next_bucket, parse_bucket
+from api_backend.query.buckets import BUCKETS, bucket_floor, bucket_starts, next_bucket, parse_bucket
 from api_backend.query.dialect import DUCKDB
 from api_backend.query.filters import parse_filters
 from api_backend.query.goals import GoalSpec, build_goals_query, path_pattern_regex, value_pattern_regex
@@ -191,15 +191,20 @@ def test_query012_offset_changes_find_dst_transitions() -> None:
 
 
 @pytest.mark.parametrize("zone", ["Europe/Paris", "America/New_York", "Australia/Lord_Howe", "UTC", "Asia/Kathmandu"])
-def test_query013_local_time_sql_agrees_with_zoneinfo(zone: str) -> None:
+@pytest.mark.parametrize("days", [366, 7])
+def test_query013_local_time_sql_agrees_with_zoneinfo(zone: str, days: int) -> None:
+    """Over a year (the offset changes, but not in Kathmandu) and a week of July (one offset), to the microsecond."""
     import random
 
     import duckdb
 
-    rnd = random.Random(zone)
-    start, end = datetime(2026, 1, 1), datetime(2027, 1, 1)
-    instants = [start + timedelta(seconds=rnd.randrange(366 * 86400)) for _ in range(300)]
-    instants += [datetime(2026, 3, 29, 1), datetime(2026, 3, 29, 0, 59, 59), datetime(2026, 11, 1, 6)]
+    rnd = random.Random(f"{zone}{days}")
+    start = datetime(2026, 1, 1) if days > 7 else datetime(2026, 7, 1)
+    end = start + timedelta(days=days)
+    instants = [start + timedelta(microseconds=rnd.randrange(days * 86400 * 10**6)) for _ in range(300)]
+    instants += [start + timedelta(milliseconds=rnd.randrange(days * 86400 * 1000)) for _ in range(100)]
+    if days > 7:
+        instants += [datetime(2026, 3, 29, 1), datetime(2026, 3, 29, 0, 59, 59, 999999), datetime(2026, 11, 1, 6)]
     p = Params()
     expr = local_time("ts", Window(start, end, zone), DUCKDB, p)
     con = duckdb.connect()
@@ -210,8 +215,39 @@ def test_query013_local_time_sql_agrees_with_zoneinfo(zone: str) -> None:
     finally:
         con.close()
     tz = ZoneInfo(zone)
+    assert len(rows) == len(instants)
     for ts, local in rows:
         assert local == ts.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None), ts
+
+
+@pytest.mark.parametrize("bucket", BUCKETS)
+def test_query016_same_bucket_sql_agrees_with_the_buckets_of_both_times(bucket: str) -> None:
+    """Pairs of wall-clock times on either side of midnight, of an hour, of a month and of a year."""
+    import random
+
+    import duckdb
+
+    rnd = random.Random(bucket)
+    edges = [datetime(2026, 1, 1), datetime(2026, 3, 1), datetime(2026, 3, 2, 13), datetime(2027, 1, 1)]
+    pairs = []
+    for _ in range(400):
+        edge = rnd.choice(edges)
+        a = edge + timedelta(microseconds=rnd.randrange(-2 * 86400 * 10**6, 2 * 86400 * 10**6))
+        pairs.append((a, a + timedelta(microseconds=rnd.choice([0, 1, 999, 10**6, 3600 * 10**6, 86400 * 10**6]))))
+    pairs += [
+        (datetime(2026, 3, 1, 23, 59, 59, 999999), datetime(2026, 3, 2)),
+        (datetime(2026, 3, 2), datetime(2026, 3, 2)),
+    ]
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TABLE t (a TIMESTAMP, b TIMESTAMP)")
+        con.executemany("INSERT INTO t VALUES (?, ?)", [list(pair) for pair in pairs])
+        rows = con.execute(f"SELECT a, b, {DUCKDB.same_bucket('a', 'b', bucket)} FROM t").fetchall()
+    finally:
+        con.close()
+    assert len(rows) == len(pairs)
+    for a, b, same in rows:
+        assert same == (bucket_floor(a, bucket) == bucket_floor(b, bucket)), (a, b)
 
 
 @pytest.mark.parametrize(
