@@ -35,7 +35,7 @@ from api_backend.query.filters import EFFECTIVE_USER, session_user
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Narrowing, Params, Query
 from api_backend.query.window import Window, to_local, to_utc
-from api_backend.query.zones import constant_offset, local_time
+from api_backend.query.zones import constant_offset, local_time, utc_offset_ms
 
 __all__ = [
     "build_overview_events_query",
@@ -176,8 +176,8 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
         return build_overview_series_events_query(scope, bucket, d)
     query = _series_from_facts(scope, bucket, d, None)
     if constant_offset(scope.window) is None:
-        # Finding the crossing sessions would test every session's offsets once more (the first query took 62 ms
-        # at 10M events, against 10 ms in UTC): not narrowed.
+        # Finding the crossing sessions would test every session's offsets once more: narrowed, the daily series
+        # of 10M events over New York's change of offset took 267-283 ms against 238.
         return query
     p = Params()
     start_bucket, one_bucket = _bucketing(scope, bucket, d, p)
@@ -195,8 +195,17 @@ def _bucketing(scope: Scope, bucket: str, d: Dialect, p: Params) -> tuple[str, s
     one_bucket = d.same_bucket(first_local, last_local, bucket)
     if constant_offset(scope.window) is None:
         # The offset may change inside the window: a session whose first and last events carry different offsets
-        # is bucketed event by event (comparing the offsets on 2.5M rows costs about 60 ms, so only when needed).
-        one_bucket += f" AND {first_local} - first_seen = {last_local} - last_seen"
+        # is bucketed event by event (so only when needed). The offsets are compared as the integers they are
+        # picked from, not as differences of times: the daily series of 10M events over New York's change of
+        # offset, 293 -> 235 ms.
+        first_offset, last_offset = (
+            utc_offset_ms("first_seen", scope.window, p),
+            utc_offset_ms("last_seen", scope.window, p),
+        )
+        if first_offset is None or last_offset is None:
+            one_bucket += f" AND {first_local} - first_seen = {last_local} - last_seen"
+        else:
+            one_bucket += f" AND {first_offset} = {last_offset}"
     return d.bucket(first_local, bucket), one_bucket
 
 

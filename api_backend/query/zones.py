@@ -17,7 +17,7 @@ from api_backend.query.dialect import Dialect
 from api_backend.query.sql import Params
 from api_backend.query.window import Window
 
-__all__ = ["constant_offset", "local_time", "offset_changes", "window_cover", "window_offsets"]
+__all__ = ["constant_offset", "local_time", "offset_changes", "utc_offset_ms", "window_cover", "window_offsets"]
 
 _STEP = timedelta(hours=6)
 
@@ -84,19 +84,28 @@ def constant_offset(window: Window) -> timedelta | None:
 
 def local_time(expr: str, window: Window, d: Dialect, p: Params) -> str:
     """SQL for the wall-clock time in ``window.time_zone`` of the naive-UTC timestamp ``expr``."""
+    offset = utc_offset_ms(expr, window, p)
+    if offset is None:
+        return d.local_time(expr, p.add(window.time_zone))
+    if offset == "0":
+        # UTC (or a zone at UTC+0 all window long): the stored time is the wall-clock time; shifting every row by
+        # nothing would still cost about half of a daily count's time.
+        return expr
+    return d.shift_ms(expr, offset)
+
+
+def utc_offset_ms(expr: str, window: Window, p: Params) -> str | None:
+    """SQL for the zone's UTC offset in milliseconds at the naive-UTC timestamp ``expr``: ``0``, a bound value,
+    or a ``CASE`` over the window's transitions; ``None`` for an unbounded window (no transitions looked up)."""
     offsets = window_offsets(window)
     if offsets is None:
-        return d.local_time(expr, p.add(window.time_zone))
+        return None
     first, changes = offsets
-    if not changes and first == 0:
-        # UTC (or a zone at UTC+0 all window long): the stored time is the wall-clock time; adding a zero
-        # interval to every row still costs about half of a daily count's time.
-        return expr
     if not changes:
-        return d.shift_ms(expr, p.add(first))
+        return "0" if first == 0 else p.add(first)
     branches = []
     previous = first
     for instant, offset in changes:
         branches.append(f"WHEN {expr} < {p.add(instant)} THEN {p.add(previous)}")
         previous = offset
-    return d.shift_ms(expr, f"CASE {' '.join(branches)} ELSE {p.add(previous)} END")
+    return f"CASE {' '.join(branches)} ELSE {p.add(previous)} END"

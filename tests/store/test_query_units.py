@@ -18,7 +18,7 @@ from api_backend.query.metric import build_metric_query
 from api_backend.query.scope import Scope, scope_ctes
 from api_backend.query.sql import Params
 from api_backend.query.window import Window, parse_window
-from api_backend.query.zones import local_time, offset_changes
+from api_backend.query.zones import local_time, offset_changes, utc_offset_ms
 
 NOW = datetime(2026, 3, 29, 15, 30, 12, 345000)
 
@@ -206,18 +206,21 @@ def test_query013_local_time_sql_agrees_with_zoneinfo(zone: str, days: int) -> N
     if days > 7:
         instants += [datetime(2026, 3, 29, 1), datetime(2026, 3, 29, 0, 59, 59, 999999), datetime(2026, 11, 1, 6)]
     p = Params()
-    expr = local_time("ts", Window(start, end, zone), DUCKDB, p)
+    window = Window(start, end, zone)
+    expr, offset = local_time("ts", window, DUCKDB, p), utc_offset_ms("ts", window, p)
     con = duckdb.connect()
     try:
         con.execute("CREATE TABLE t (ts TIMESTAMP)")
         con.executemany("INSERT INTO t VALUES (?)", [[i] for i in instants])
-        rows = con.execute(f"SELECT ts, {expr} FROM t", p.values).fetchall()
+        rows = con.execute(f"SELECT ts, {expr}, {offset} FROM t", p.values).fetchall()
     finally:
         con.close()
     tz = ZoneInfo(zone)
     assert len(rows) == len(instants)
-    for ts, local in rows:
-        assert local == ts.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None), ts
+    for ts, local, offset_ms in rows:
+        aware = ts.replace(tzinfo=UTC).astimezone(tz)
+        assert local == aware.replace(tzinfo=None), ts
+        assert offset_ms == aware.utcoffset() // timedelta(milliseconds=1), ts
 
 
 @pytest.mark.parametrize("bucket", BUCKETS)
