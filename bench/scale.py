@@ -58,6 +58,10 @@ def _routes(site: int, goals: dict[str, int], org: str, error: str) -> dict[str,
         "metric by pathname": get(f"/sites/{site}/metric", parameter="pathname", limit=100),
         "overview": get(f"/sites/{site}/overview"),
         "overview time series": get(f"/sites/{site}/overview/time-series", bucket="day"),
+        # Local days five and a half hours from UTC: every time shifted before it is bucketed.
+        "overview time series, Asia/Kolkata": get(
+            f"/sites/{site}/overview/time-series", bucket="day", time_zone="Asia/Kolkata"
+        ),
         "sessions list": get(f"/sites/{site}/sessions", limit=25),
         "error names": get(f"/sites/{site}/error-names"),
         "error time series": get(f"/sites/{site}/errors/time-series", errorMessage=error, bucket="hour"),
