@@ -193,7 +193,7 @@ def test_query012_offset_changes_find_dst_transitions() -> None:
 @pytest.mark.parametrize("zone", ["Europe/Paris", "America/New_York", "Australia/Lord_Howe", "UTC", "Asia/Kathmandu"])
 @pytest.mark.parametrize("days", [366, 7])
 def test_query013_local_time_sql_agrees_with_zoneinfo(zone: str, days: int) -> None:
-    """Over a year (the offset changes, but not in Kathmandu) and a week of July (one offset), to the microsecond."""
+    """Over a year (the offset changes, except in UTC and Kathmandu) and a week of July (one offset), to the µs."""
     import random
 
     import duckdb
