@@ -198,14 +198,11 @@ def _bucketing(scope: Scope, bucket: str, d: Dialect, p: Params) -> tuple[str, s
         # is bucketed event by event (so only when needed). The offsets are compared as the integers they are
         # picked from, not as differences of times: the daily series of 10M events over New York's change of
         # offset, 293 -> 235 ms.
-        first_offset, last_offset = (
-            utc_offset_ms("first_seen", scope.window, p),
-            utc_offset_ms("last_seen", scope.window, p),
-        )
-        if first_offset is None or last_offset is None:
+        first_offset = utc_offset_ms("first_seen", scope.window, p)
+        if first_offset is None:  # an unbounded window: the engine's own zone conversion, no offsets to compare
             one_bucket += f" AND {first_local} - first_seen = {last_local} - last_seen"
         else:
-            one_bucket += f" AND {first_offset} = {last_offset}"
+            one_bucket += f" AND {first_offset} = {utc_offset_ms('last_seen', scope.window, p)}"
     return d.bucket(first_local, bucket), one_bucket
 
 
