@@ -59,6 +59,11 @@ class Dialect:
     name: str = "duckdb"
     # Reads take whole sessions from the ``sessions`` table the store keeps (``query/facts.py``).
     session_facts: bool = True
+    # Whether the reads needing only the columns every store's table keeps do (``facts.sessions_relation``): the
+    # overview's numbers, the values of a session-level parameter.
+    shared_facts: bool = True
+    # Whether the ``sessions`` table holds partial rows of a session that a read merges (``facts.sessions_relation``).
+    merged_sessions: bool = False
     # Distinct counts as ``count(DISTINCT x)`` aggregates (over all rows, or per group) rather than by grouping the
     # distinct values (or (session, value) pairs) first. DuckDB groups them: its distinct aggregates cannot spill
     # to disk (the time series' distinct users per bucket ran out of memory at 100M events).
@@ -277,10 +282,14 @@ class ClickHouseDialect(Dialect):
     """ClickHouse's spellings (server-side ``{name:Type}`` parameters, camelCase functions)."""
 
     name: str = "clickhouse"
-    # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view), but reads still group the events: on
-    # chdb, merging the table's parts alone costs 60-65% of grouping the events (``bench/analysis.md``), and the
-    # edge logic needs the merged rows several times.
+    # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view) without DuckDB's lists, goal bits and
+    # keys: the reads that need them group the events.
     session_facts: bool = False
+    # The others read the table's rows merged with ``FINAL``, which costs little where the older parts are merged and
+    # the newer ones hold newer sessions (``facts.sessions_relation``).
+    shared_facts: bool = True
+    # An ``AggregatingMergeTree``: a session's rows in different parts hold partial states until merged.
+    merged_sessions: bool = True
     # ``uniqExact``, whose states spill like any grouping. On chdb, the sessions per page of 10M events 4.8 -> 1.7 s
     # (60 -> 22 s at 100M, within the 4 GB limit), the overview's users 1.8 -> 1.1 s (``bench/analysis.md``).
     distinct_aggregates: bool = True

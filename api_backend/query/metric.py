@@ -92,7 +92,8 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
     There is always one row, even past the last page, so the totals are known. ``pageviews`` and
     ``bounce_rate`` (sessions with exactly one pageview, in percent) exist for session-level parameters.
     """
-    return _metric_query(scope, parameter, limit, offset, d, facts=facts_answer(scope, d))
+    facts = facts_answer(scope, d, shared_columns=parameter in SESSION_PARAMETERS)
+    return _metric_query(scope, parameter, limit, offset, d, facts=facts)
 
 
 def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect) -> Query:

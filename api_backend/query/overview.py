@@ -141,7 +141,7 @@ def _facts_ctes(scope: Scope, d: Dialect, p: Params, whole_extra: str = "") -> s
 
 def build_overview_query(scope: Scope, d: Dialect) -> Query:
     """One row: sessions, pageviews, users, pages_per_session, bounce_rate, session_duration."""
-    if not facts_answer(scope, d):
+    if not facts_answer(scope, d, shared_columns=True):
         return build_overview_events_query(scope, d)
     p = Params()
     columns = "session_id, session_start, duration, pageviews, unum, utext"

@@ -20,12 +20,15 @@ class Query:
 
     ``narrowing``, when set, is a faster way to the same rows: ``Narrowing.first`` runs before, in the same snapshot
     of the store, and ``Narrowing.then`` turns its rows into the query to answer with (one that reads fewer rows).
-    ``sql`` and ``params`` stay the whole question, so they alone key a cached result.
+    ``sql`` and ``params`` stay the whole question, so they alone key a cached result. ``reads_sessions`` says that
+    it reads the ``sessions`` table (``facts.whole_sessions`` / ``edge_sessions``), which the result cache keys too
+    where the store writes it after the events (``scope.window_version_query``).
     """
 
     sql: str
     params: dict[str, Any] = field(default_factory=dict)
     narrowing: Narrowing | None = field(default=None, compare=False)
+    reads_sessions: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class Params:
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
+        # Set by the builders of SQL reading the ``sessions`` table; the query made says so (``Query``).
+        self.reads_sessions = False
 
     def add(self, value: Any) -> str:
         """Bind ``value``; return the placeholder to put in the SQL text."""
@@ -50,7 +55,7 @@ class Params:
 
     def query(self, sql: str) -> Query:
         """Pair ``sql`` with the values bound so far."""
-        return Query(sql, dict(self.values))
+        return Query(sql, dict(self.values), reads_sessions=self.reads_sessions)
 
 
 def paged_select(source: str, order: str, limit: int, offset: int, p: Params) -> str:

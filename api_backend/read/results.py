@@ -123,7 +123,8 @@ class ResultCache:
 
     def run(self, query: Query, site_ids: tuple[int, ...], window: Window, run: Runner) -> Rows:
         """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window."""
-        version = int(run(window_version_query(site_ids, window, self._dialect))[0]["n"])
+        version_query = window_version_query(site_ids, window, self._dialect, sessions=query.reads_sessions)
+        version = int(run(version_query)[0]["n"])
         rows = self._results.get(_key(query, version), lambda: run(query))
         # Callers get their own dicts, so nothing they do to a result can change what the cache holds.
         return [dict(row) for row in rows]

@@ -288,10 +288,13 @@ def test_facts010_sessions_sharing_a_hashed_key_are_detected_so_the_exact_query_
 
 
 def test_facts011_engines_without_the_table_and_row_filters_group_events():
+    """ClickHouse's table keeps only the columns both stores share: page, event and property values group events
+    there, a session-level parameter's values come from the table (``test_session_facts_clickhouse.py``)."""
     window = Window(START, START + timedelta(days=7), "UTC", mode="datetime")
-    for parameter in ("channel", "pathname", "event_name"):
+    for parameter in ("pathname", "event_name", "prop:plan"):
         built = build_metric_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
         assert built == build_metric_events_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
+    assert "FROM sessions" in build_metric_query(Scope((1,), window), "channel", 10, 0, CLICKHOUSE).sql
     rows = parse_filters(json.dumps([{"parameter": "event_name", "type": "equals", "value": ["signup"]}]))
     scope = Scope((1,), window, rows, frozenset({"event_name"}))
     assert build_metric_query(scope, "event_name", 10, 0, DUCKDB) == build_metric_events_query(
@@ -553,8 +556,10 @@ def test_facts004_row_filters_and_engines_without_the_table_use_the_event_groupi
     assert "FROM sessions" in build_overview_query(Scope((1,), window, filters), DUCKDB).sql
     row_filtered = Scope((1,), window, filters, row_parameters=frozenset({"country"}))
     assert build_overview_query(row_filtered, DUCKDB) == build_overview_events_query(row_filtered, DUCKDB)
-    assert build_overview_query(Scope((1,), window), CLICKHOUSE) == build_overview_events_query(
-        Scope((1,), window), CLICKHOUSE
+    assert build_overview_query(row_filtered, CLICKHOUSE) == build_overview_events_query(row_filtered, CLICKHOUSE)
+    # The series reads columns only DuckDB's table keeps.
+    assert build_overview_series_query(Scope((1,), window), "day", CLICKHOUSE) == (
+        build_overview_series_events_query(Scope((1,), window), "day", CLICKHOUSE)
     )
 
 

@@ -1,35 +1,48 @@
 """The ClickHouse ``sessions`` table (an AggregatingMergeTree fed by a materialized view): after batches in any
 order, a schema upgrade over existing events, a crash between insert and log position, and deletes, its finished
-rows are those DuckDB's table holds for the same events. And the distinct users each store counts (as numbers and
-other strings) against a count in Python."""
+rows are those DuckDB's table holds for the same events. The distinct users each store counts (as numbers and other
+strings) against a count in Python. And the reads that take whole sessions from the merged table on ClickHouse
+against the event grouping and DuckDB."""
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.facts import FIRST_SET_PARAMETERS
+from api_backend.query.filters import SESSION_PARAMETERS
+from api_backend.query.metric import build_metric_events_query, build_metric_query
 from api_backend.query.overview import (
     build_overview_events_query,
     build_overview_query,
     build_overview_series_events_query,
     build_overview_series_query,
 )
-from api_backend.query.scope import Scope
+from api_backend.query.scope import Scope, window_version_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
-from api_backend.store.clickhouse_schema import SCHEMA_TABLE, sessions_final_sql
+from api_backend.settings import load_settings
+from api_backend.store.clickhouse_schema import SCHEMA_TABLE, session_states_sql, sessions_final_sql
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter
-from tests.store.test_session_facts import MEMBERS, VISITORS, random_events
-from tests.support.clickhouse import crash_before_position
+from tests.store.test_session_facts import (
+    MEMBERS,
+    VISITORS,
+    append_shuffled,
+    assert_same,
+    random_events,
+    random_scope,
+)
+from tests.support.clickhouse import SECRET, chdb_url, crash_before_position, drop_database, fresh_database
 
 COLUMNS = (
     "site_id, session_id, first_seen, last_seen, pageviews, events, user_value, users, entry_page, exit_page, channel, "
@@ -163,3 +176,76 @@ def test_chfacts005_users_from_numbers_and_strings_equal_a_count_by_hand_on_both
     ):
         got = {str(row["bucket"])[:10]: row["users"] for row in _answers(store, d, query) if row["users"]}
         assert got == per_day, (d.name, query.sql)
+
+
+@pytest.fixture(scope="module")
+def both_stores(chdb_client: Any, chdb_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The same 1500 random sessions in a ClickHouse store and in DuckDB. The ClickHouse store gets them in batches
+    of random size and order, so its ``sessions`` parts hold partial rows of many sessions that reads must merge."""
+    name = fresh_database(chdb_client)
+    data_dir = tmp_path_factory.mktemp("chfacts") / "data"
+    settings = load_settings({}, data_dir=str(data_dir), secret_key=SECRET, events_url=chdb_url(chdb_path, name))
+    store, _ = open_event_store(settings)
+    rng = random.Random(20261128)
+    rows = random_events(rng, 1500)
+    append_shuffled(store, rows, rng)
+    duck = DuckDBEventStore(":memory:")
+    duck.append(rows_to_table(rows))
+    yield store, duck
+    store.close()
+    drop_database(chdb_client, name)
+
+
+def _shared_reads(d: Dialect, scope: Scope, parameter: str) -> tuple[Query, Query]:
+    return build_overview_query(scope, d), build_metric_query(scope, parameter, 100, 0, d)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_events_on_both_stores(
+    both_stores, seed
+):
+    """The overview and the metric of a session-level parameter read whole sessions from the merged table on
+    ClickHouse too: on random windows, zones and filters they equal the event grouping and DuckDB's answers."""
+    chdb, duck = both_stores
+    assert chdb.query("SELECT count() FROM sessions") > [(1500,)]  # partial rows in several parts
+    rng = random.Random(7000 + seed)
+    scope = random_scope(rng, seed)
+    parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
+    context = (parameter, scope)
+    overview, metric = _shared_reads(CLICKHOUSE, scope, parameter)
+    by_events = (
+        build_overview_events_query(scope, CLICKHOUSE),
+        build_metric_events_query(scope, parameter, 100, 0, CLICKHOUSE),
+    )
+    on_duckdb = _shared_reads(DUCKDB, scope, parameter)
+    from_table = not scope.row_filters
+    for facts, events, duckdb_query in zip((overview, metric), by_events, on_duckdb, strict=True):
+        assert ("FROM sessions AS stored FINAL" in facts.sql) == from_table, context
+        assert "FROM sessions" not in events.sql
+        got = _answers(chdb, CLICKHOUSE, facts)
+        assert_same(got, _answers(chdb, CLICKHOUSE, events), context)
+        assert_same(got, _answers(duck, DUCKDB, duckdb_query), context)
+
+
+def test_chfacts007_a_read_between_the_events_and_their_sessions_rows_is_kept_under_a_key_of_its_own(chdb_store):
+    """ClickHouse writes a batch's ``sessions`` rows after its events (the view runs once the insert is in): a read
+    in between sees the events without their sessions and answers short. The result cache's key then differs from
+    the key once the rows are in, so that answer is never served for the complete data."""
+    rng = random.Random(31)
+    rows = random_events(rng, 300)
+    later_ids = {f"s{n}" for n in range(200, 300)}
+    chdb_store.append(rows_to_table([r for r in rows if r["session_id"] not in later_ids]))
+    chdb_store.client.command("DROP VIEW sessions_mv")  # this batch's events are in; its sessions rows are not yet
+    chdb_store.append(rows_to_table([r for r in rows if r["session_id"] in later_ids]))
+    scope = Scope((1,), Window(None, None), ())
+    whole, events = build_overview_query(scope, CLICKHOUSE), build_overview_events_query(scope, CLICKHOUSE)
+    assert whole.reads_sessions and not events.reads_sessions
+    version = window_version_query(scope.site_ids, scope.window, CLICKHOUSE, sessions=True)
+    (key_between,) = chdb_store.query(*CLICKHOUSE.bind(version))
+    between = _answers(chdb_store, CLICKHOUSE, whole)
+    assert between[0]["sessions"] < _answers(chdb_store, CLICKHOUSE, events)[0]["sessions"]
+    ids = ", ".join(f"'{i}'" for i in sorted(later_ids))
+    chdb_store.client.command(f"INSERT INTO sessions {session_states_sql(where=f'session_id IN ({ids})')}")
+    (key_after,) = chdb_store.query(*CLICKHOUSE.bind(version))
+    assert key_after != key_between
+    assert_same(_answers(chdb_store, CLICKHOUSE, whole), _answers(chdb_store, CLICKHOUSE, events), scope)
