@@ -40,7 +40,8 @@ batch's sessions are matched on ``(site_id, session_id)``, the stored ones updat
 (``build_sessions_upsert``). (No primary key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times
 slower, see ``bench/analysis.md``.)
 ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``), without
-``session_key``, ``pathnames`` and ``goal_mask``: only DuckDB's reads use them.
+``session_key``, ``pathnames`` and ``goal_mask``: only DuckDB's reads use them. Its reads take the rows merged
+(``query.facts.sessions_relation``).
 """
 
 from __future__ import annotations
