@@ -29,6 +29,7 @@ from api_backend.query.facts import (
     edge_sessions,
     fact_column,
     facts_answer,
+    facts_when_larger,
     qualifying_sessions,
     whole_sessions,
 )
@@ -92,8 +93,10 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
     There is always one row, even past the last page, so the totals are known. ``pageviews`` and
     ``bounce_rate`` (sessions with exactly one pageview, in percent) exist for session-level parameters.
     """
-    facts = facts_answer(scope, d, shared_columns=parameter in SESSION_PARAMETERS)
-    return _metric_query(scope, parameter, limit, offset, d, facts=facts)
+    if not facts_answer(scope, d, shared_columns=parameter in SESSION_PARAMETERS):
+        return _metric_query(scope, parameter, limit, offset, d, facts=False)
+    facts = _metric_query(scope, parameter, limit, offset, d, facts=True)
+    return facts_when_larger(scope, facts, _metric_query(scope, parameter, limit, offset, d, facts=False), d)
 
 
 def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect) -> Query:

@@ -27,6 +27,7 @@ from api_backend.query.facts import (
     crossing_spans,
     edge_sessions,
     facts_answer,
+    facts_when_larger,
     merge_spans,
     spans_condition,
     whole_sessions,
@@ -146,7 +147,8 @@ def build_overview_query(scope: Scope, d: Dialect) -> Query:
     p = Params()
     columns = "session_id, session_start, duration, pageviews, unum, utext"
     union = d.cte("s", f"SELECT {columns} FROM whole UNION ALL SELECT {columns} FROM edge", materialized=False)
-    return p.query(f"WITH {_facts_ctes(scope, d, p)},\n{union}\n{_headline(d, split_users=True)}")
+    facts = p.query(f"WITH {_facts_ctes(scope, d, p)},\n{union}\n{_headline(d, split_users=True)}")
+    return facts_when_larger(scope, facts, build_overview_events_query(scope, d), d)
 
 
 def build_overview_events_query(scope: Scope, d: Dialect) -> Query:

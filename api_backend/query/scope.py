@@ -24,6 +24,7 @@ __all__ = [
     "qualified_rows",
     "scope_ctes",
     "session_groups",
+    "site_condition",
     "window_condition",
     "window_version_query",
 ]
@@ -49,7 +50,8 @@ class Scope:
         return tuple(f for f in self.filters if f.parameter in self.row_parameters)
 
 
-def _sites(site_ids: tuple[int, ...], p: Params) -> str:
+def site_condition(site_ids: tuple[int, ...], p: Params) -> str:
+    """``site_id`` equal to the one of ``site_ids`` or in them, as bound parameters."""
     if len(site_ids) == 1:
         return f"site_id = {p.add(site_ids[0])}"
     return f"site_id IN ({', '.join(p.add(s) for s in site_ids)})"
@@ -57,7 +59,7 @@ def _sites(site_ids: tuple[int, ...], p: Params) -> str:
 
 def window_condition(site_ids: tuple[int, ...], window: Window, p: Params) -> str:
     """``site_id`` and ``timestamp`` bounds, as bound parameters."""
-    parts = [_sites(site_ids, p)]
+    parts = [site_condition(site_ids, p)]
     if window.start is not None:
         parts.append(f"timestamp {'>=' if window.include_start else '>'} {p.add(window.start)}")
     if window.end is not None:
@@ -83,7 +85,7 @@ def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect, 
         for table in ("events", d.error_rows)
     ]
     if sessions and d.merged_sessions:
-        around = [_sites(site_ids, p)]
+        around = [site_condition(site_ids, p)]
         if window.start is not None:
             around.append(f"last_seen >= {p.add(window.start)}")
         if window.end is not None:

@@ -14,7 +14,7 @@ import pytest
 
 from api_backend.ingest.sessions import new_session_id
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
-from api_backend.query.facts import merge_spans
+from api_backend.query.facts import FACTS_MIN_EVENTS, merge_spans
 from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
 from api_backend.query.goals import (
     GoalSpec,
@@ -294,7 +294,9 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
     for parameter in ("pathname", "event_name", "prop:plan"):
         built = build_metric_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
         assert built == build_metric_events_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
-    assert "FROM sessions" in build_metric_query(Scope((1,), window), "channel", 10, 0, CLICKHOUSE).sql
+    channel = build_metric_query(Scope((1,), window), "channel", 10, 0, CLICKHOUSE)
+    assert channel.narrowing is not None
+    assert "FROM sessions" in channel.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0}]).sql
     rows = parse_filters(json.dumps([{"parameter": "event_name", "type": "equals", "value": ["signup"]}]))
     scope = Scope((1,), window, rows, frozenset({"event_name"}))
     assert build_metric_query(scope, "event_name", 10, 0, DUCKDB) == build_metric_events_query(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
-from api_backend.query.facts import FIRST_SET_PARAMETERS
+from api_backend.query.facts import FACTS_MIN_EVENTS, FIRST_SET_PARAMETERS
 from api_backend.query.filters import SESSION_PARAMETERS
 from api_backend.query.metric import build_metric_events_query, build_metric_query
 from api_backend.query.overview import (
@@ -36,6 +36,7 @@ from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter
 from tests.store.test_session_facts import (
     MEMBERS,
+    START,
     VISITORS,
     append_shuffled,
     assert_same,
@@ -205,26 +206,49 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
     both_stores, seed
 ):
     """The overview and the metric of a session-level parameter read whole sessions from the merged table on
-    ClickHouse too: on random windows, zones and filters they equal the event grouping and DuckDB's answers."""
+    ClickHouse too, for windows large enough: on random windows, zones and filters both of the answers the size of
+    the window picks from equal DuckDB's, and the one picked for these few events groups the events."""
     chdb, duck = both_stores
     assert chdb.query("SELECT count() FROM sessions") > [(1500,)]  # partial rows in several parts
     rng = random.Random(7000 + seed)
     scope = random_scope(rng, seed)
     parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
     context = (parameter, scope)
-    overview, metric = _shared_reads(CLICKHOUSE, scope, parameter)
     by_events = (
         build_overview_events_query(scope, CLICKHOUSE),
         build_metric_events_query(scope, parameter, 100, 0, CLICKHOUSE),
     )
     on_duckdb = _shared_reads(DUCKDB, scope, parameter)
-    from_table = not scope.row_filters
-    for facts, events, duckdb_query in zip((overview, metric), by_events, on_duckdb, strict=True):
-        assert ("FROM sessions AS stored FINAL" in facts.sql) == from_table, context
-        assert "FROM sessions" not in events.sql
-        got = _answers(chdb, CLICKHOUSE, facts)
-        assert_same(got, _answers(chdb, CLICKHOUSE, events), context)
-        assert_same(got, _answers(duck, DUCKDB, duckdb_query), context)
+    for built, events, duckdb_query in zip(
+        _shared_reads(CLICKHOUSE, scope, parameter), by_events, on_duckdb, strict=True
+    ):
+        narrowing = built.narrowing
+        assert built.reads_sessions and narrowing is not None
+        facts = narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0}])
+        assert "FROM sessions AS stored FINAL" in facts.sql and "FROM sessions" not in events.sql
+        assert narrowing.then([{"events": FACTS_MIN_EVENTS - 1, "sessions": 0}]) == events
+        want = _answers(duck, DUCKDB, duckdb_query)
+        assert_same(_answers(chdb, CLICKHOUSE, facts), want, context)
+        then = narrowing.then
+        picked = chdb.query_dicts_then(
+            *CLICKHOUSE.bind(narrowing.first), lambda rows, then=then: CLICKHOUSE.bind(then(rows))
+        )
+        assert_same(picked, want, context)
+
+
+def test_chfacts008_the_table_is_read_for_windows_of_many_events_over_most_of_the_sites_data():
+    window = Window(START, START + timedelta(days=7), "UTC", mode="datetime")
+    built = build_overview_query(Scope((1,), window), CLICKHOUSE)
+    assert built.narrowing is not None and built == build_overview_events_query(Scope((1,), window), CLICKHOUSE)
+    facts = "FROM sessions AS stored FINAL"
+    for events, rows, table in (
+        (FACTS_MIN_EVENTS, FACTS_MIN_EVENTS // 2, True),
+        (FACTS_MIN_EVENTS - 1, 0, False),  # few events: grouping them costs less than merging the table
+        (10 * FACTS_MIN_EVENTS, 5 * FACTS_MIN_EVENTS + 1, False),  # a window over less than half the site's data
+    ):
+        assert (facts in built.narrowing.then([{"events": events, "sessions": rows}]).sql) == table, (events, rows)
+    # DuckDB's table needs no merge: it is read for any window.
+    assert build_overview_query(Scope((1,), window), DUCKDB).narrowing is None
 
 
 def test_chfacts007_a_read_between_the_events_and_their_sessions_rows_is_kept_under_a_key_of_its_own(chdb_store):
@@ -238,8 +262,9 @@ def test_chfacts007_a_read_between_the_events_and_their_sessions_rows_is_kept_un
     chdb_store.client.command("DROP VIEW sessions_mv")  # this batch's events are in; its sessions rows are not yet
     chdb_store.append(rows_to_table([r for r in rows if r["session_id"] in later_ids]))
     scope = Scope((1,), Window(None, None), ())
-    whole, events = build_overview_query(scope, CLICKHOUSE), build_overview_events_query(scope, CLICKHOUSE)
-    assert whole.reads_sessions and not events.reads_sessions
+    built, events = build_overview_query(scope, CLICKHOUSE), build_overview_events_query(scope, CLICKHOUSE)
+    assert built.reads_sessions and not events.reads_sessions and built.narrowing is not None
+    whole = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0}])
     version = window_version_query(scope.site_ids, scope.window, CLICKHOUSE, sessions=True)
     (key_between,) = chdb_store.query(*CLICKHOUSE.bind(version))
     between = _answers(chdb_store, CLICKHOUSE, whole)
