@@ -320,8 +320,8 @@ def _scale(scale: dict[str, Any]) -> list[str]:
         if b.get("seeding"):
             sd = b["seeding"]
             if sd.get("file_bytes", b["duckdb_file_bytes"]) != b["duckdb_file_bytes"]:
-                # A file seeded by an earlier version and upgraded at its first open since (a table copied whole).
-                facts[0] += f" ({_mb(sd['file_bytes'])} as seeded, the rest added by the upgrade at its first open)"
+                # Every server on the file since changed it: an upgrade at its first open, goal bits, checkpoints.
+                facts[0] += f" ({_mb(sd['file_bytes'])} as seeded; the servers on it since changed its size)"
             at = f" at {b['seeded_at']}" if b.get("seeded_at") else ""
             facts.append(f"seeded{at} in {sd['seconds']:,.0f} s ({sd['events_per_s']:,.0f} events/s)")
         if (b.get("duckdb") or {}).get("goal_bits_s") is not None:

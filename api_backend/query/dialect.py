@@ -59,8 +59,8 @@ class Dialect:
     name: str = "duckdb"
     # Reads take whole sessions from the ``sessions`` table the store keeps (``query/facts.py``).
     session_facts: bool = True
-    # Whether the reads needing only the columns every store's table keeps do (``facts.sessions_relation``): the
-    # overview's numbers, the values of a session-level parameter.
+    # Whether reads needing only the columns every store's table keeps take whole sessions from it too
+    # (``facts.sessions_relation``): the overview's numbers, the values of a session-level parameter.
     shared_facts: bool = True
     # Whether the ``sessions`` table holds partial rows of a session that a read merges (``facts.sessions_relation``).
     merged_sessions: bool = False

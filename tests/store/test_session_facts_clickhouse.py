@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from api_backend.query import facts as facts_module
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.facts import FACTS_MIN_EVENTS, FIRST_SET_PARAMETERS
 from api_backend.query.filters import SESSION_PARAMETERS
@@ -28,6 +29,8 @@ from api_backend.query.overview import (
 from api_backend.query.scope import Scope, window_version_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
+from api_backend.read import results as results_module
+from api_backend.read.results import ResultCache
 from api_backend.settings import load_settings
 from api_backend.store.clickhouse_schema import SCHEMA_TABLE, session_states_sql, sessions_final_sql
 from api_backend.store.duckdb import DuckDBEventStore
@@ -274,3 +277,37 @@ def test_chfacts007_a_read_between_the_events_and_their_sessions_rows_is_kept_un
     (key_after,) = chdb_store.query(*CLICKHOUSE.bind(version))
     assert key_after != key_between
     assert_same(_answers(chdb_store, CLICKHOUSE, whole), _answers(chdb_store, CLICKHOUSE, events), scope)
+
+
+def test_chfacts009_the_cache_key_counts_the_table_only_for_windows_that_may_read_it(chdb_store, monkeypatch):
+    """The key of a read that may take whole sessions from the merged table counts the table's rows only for a
+    window of ``FACTS_MIN_EVENTS`` or more (the only ones that read it); a smaller one keeps the count of its events,
+    so its cached answers stay cheap."""
+    rows = random_events(random.Random(41), 200)
+    chdb_store.append(rows_to_table(rows))
+    scope = Scope((1,), Window(None, None), ())
+    sent: list[str] = []
+
+    def run(query: Query) -> list[dict[str, Any]]:
+        sent.append(query.sql)
+        narrowing = query.narrowing
+        if narrowing is None:
+            return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
+        return chdb_store.query_dicts_then(
+            *CLICKHOUSE.bind(narrowing.first), lambda found: CLICKHOUSE.bind(narrowing.then(found))
+        )
+
+    want = _answers(chdb_store, CLICKHOUSE, build_overview_events_query(scope, CLICKHOUSE))
+    for threshold, counts_table in ((FACTS_MIN_EVENTS, False), (1, True)):
+        monkeypatch.setattr(results_module, "FACTS_MIN_EVENTS", threshold)
+        monkeypatch.setattr(facts_module, "FACTS_MIN_EVENTS", threshold)
+        sent.clear()
+        cache = ResultCache(CLICKHOUSE)
+        got = cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
+        assert_same(got, want, threshold)
+        keys = [sql for sql in sent if sql.startswith("SELECT (SELECT count(*) FROM events")]
+        assert any("sum(events) FROM sessions" in sql for sql in keys) == counts_table
+        # The same answer again, from the cache: only the key's queries run.
+        sent.clear()
+        assert cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run) == got
+        assert all(sql.startswith("SELECT (SELECT count(*) FROM events") for sql in sent)
