@@ -294,6 +294,7 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
     for parameter in ("pathname", "event_name", "prop:plan"):
         built = build_metric_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
         assert built == build_metric_events_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
+        assert built.narrowing is None and not built.reads_sessions
     channel = build_metric_query(Scope((1,), window), "channel", 10, 0, CLICKHOUSE)
     assert channel.narrowing is not None
     assert "FROM sessions" in channel.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0}]).sql
@@ -558,7 +559,8 @@ def test_facts004_row_filters_and_engines_without_the_table_use_the_event_groupi
     assert "FROM sessions" in build_overview_query(Scope((1,), window, filters), DUCKDB).sql
     row_filtered = Scope((1,), window, filters, row_parameters=frozenset({"country"}))
     assert build_overview_query(row_filtered, DUCKDB) == build_overview_events_query(row_filtered, DUCKDB)
-    assert build_overview_query(row_filtered, CLICKHOUSE) == build_overview_events_query(row_filtered, CLICKHOUSE)
+    on_clickhouse = build_overview_query(row_filtered, CLICKHOUSE)
+    assert on_clickhouse == build_overview_events_query(row_filtered, CLICKHOUSE) and on_clickhouse.narrowing is None
     # The series reads columns only DuckDB's table keeps.
     assert build_overview_series_query(Scope((1,), window), "day", CLICKHOUSE) == (
         build_overview_series_events_query(Scope((1,), window), "day", CLICKHOUSE)
