@@ -2,6 +2,7 @@
 
     sitelens clickhouse-schema [--cluster NAME] [--database NAME]     print the SQL that creates the event tables
     sitelens migrate-events --to URL [--site ID] [--data-dir DIR]     copy events from DuckDB to a ClickHouse store
+    sitelens clickhouse-merge-sessions [--data-dir DIR]                merge the sessions table's parts into one
 
 ``migrate-events`` copies one (site, UTC day) at a time. Days whose counts already match are skipped, so a run that
 was interrupted continues where it stopped; a day copied only in part is deleted and copied again. At the end the
@@ -24,7 +25,13 @@ from api_backend.commands import CommandError, ProgressBar, command_settings, op
 from api_backend.store.clickhouse_schema import MIGRATIONS, cluster_schema_sql, cluster_upgrade_sql, single_node_sql
 from api_backend.store.open import DEFAULT_DATABASE, parse_events_url
 
-__all__ = ["add_clickhouse_commands", "clickhouse_schema_command", "migrate_events", "migrate_events_command"]
+__all__ = [
+    "add_clickhouse_commands",
+    "clickhouse_schema_command",
+    "merge_sessions_command",
+    "migrate_events",
+    "migrate_events_command",
+]
 
 DayCounts = dict[tuple[int, date], int]
 
@@ -178,8 +185,36 @@ def migrate_events_command(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def merge_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
+    """``sitelens clickhouse-merge-sessions``: merge the ``sessions`` table of the ClickHouse store in use.
+
+    The embedded engine (``chdb://``) belongs to one process, so this runs with the server stopped; a ClickHouse
+    server's table can be merged while sitelens serves.
+    """
+    import time as clock
+
+    from api_backend.store.clickhouse import ClickHouseEventStore
+    from api_backend.store.open import open_event_store
+
+    settings = command_settings(args)
+    if parse_events_url(settings.events_url).scheme == "duckdb":
+        raise CommandError(f"the event store is DuckDB ({settings.events_url}), which keeps no parts to merge")
+    try:
+        store, _ = open_event_store(settings)
+    except (ImportError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        assert isinstance(store, ClickHouseEventStore)
+        started = clock.monotonic()
+        result = store.merge_sessions()
+        return {**result, "seconds": round(clock.monotonic() - started, 1)}
+    finally:
+        store.close()
+
+
 def add_clickhouse_commands(commands: Any, add_data_dir: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register ``clickhouse-schema`` and ``migrate-events`` on the ``sitelens`` subcommand parser."""
+    """Register ``clickhouse-schema``, ``migrate-events`` and ``clickhouse-merge-sessions`` on the ``sitelens``
+    subcommand parser."""
     schema = commands.add_parser("clickhouse-schema", help="print the SQL that creates the ClickHouse event tables")
     schema.add_argument(
         "--cluster", type=_identifier, help="cluster name: replicated tables ON CLUSTER and a Distributed table"
@@ -200,3 +235,9 @@ def add_clickhouse_commands(commands: Any, add_data_dir: Callable[[argparse.Argu
     migrate.add_argument("--site", help="only this site (siteId or the site's string id)")
     add_data_dir(migrate)
     migrate.set_defaults(handler=migrate_events_command, prints_json=True)
+
+    merge = commands.add_parser(
+        "clickhouse-merge-sessions", help="merge the ClickHouse sessions table's parts, so reads of it cost less"
+    )
+    add_data_dir(merge)
+    merge.set_defaults(handler=merge_sessions_command, prints_json=True)

@@ -1,4 +1,5 @@
-"""``sitelens clickhouse-schema`` and ``sitelens migrate-events`` against the embedded ClickHouse engine."""
+"""``sitelens clickhouse-schema``, ``migrate-events`` and ``clickhouse-merge-sessions`` against the embedded
+ClickHouse engine."""
 
 from __future__ import annotations
 
@@ -11,12 +12,17 @@ import pytest
 
 from api_backend.cli import main
 from api_backend.clickhouse_admin import migrate_events
+from api_backend.query.dialect import CLICKHOUSE
+from api_backend.query.facts import FACTS_MIN_EVENTS
+from api_backend.query.overview import build_overview_query
+from api_backend.query.scope import Scope
+from api_backend.query.window import Window
 from api_backend.services import open_services
 from api_backend.settings import load_settings
 from api_backend.store.clickhouse import ClickHouseEventStore
 from api_backend.store.clickhouse_schema import SCHEMA_TABLE, cluster_upgrade_sql
 from api_backend.store.events import rows_to_table
-from api_backend.store.open import open_event_store
+from api_backend.store.open import open_event_store, parse_events_url
 from tests.store.test_session_facts import random_events
 from tests.store.test_session_facts_clickhouse import duckdb_facts, finished
 from tests.support import make_account, make_site
@@ -283,3 +289,40 @@ def test_chadmin011_on_a_cluster_without_a_recorded_version_the_store_names_the_
         open_event_store(chdb_settings)
     assert "`sitelens clickhouse-schema --cluster analytics --database " in str(refused.value)
     assert "--upgrade-from" not in str(refused.value)
+
+
+def test_chadmin012_merging_the_sessions_table_leaves_one_row_per_session_and_the_same_answers(
+    capsys, chdb_settings, chdb_client, monkeypatch, tmp_path
+):
+    store, _ = open_event_store(chdb_settings)
+    database = parse_events_url(chdb_settings.events_url).database
+    chdb_client.command(f"SYSTEM STOP MERGES {database}.sessions")
+    rng = random.Random(5)
+    rows = random_events(rng, 300)
+    rng.shuffle(rows)
+    for at in range(0, len(rows), 100):
+        store.append(rows_to_table(rows[at : at + 100]))
+    assert store.query("SELECT count() > 300 FROM sessions") == [(True,)]  # partial rows of sessions in several parts
+    scope = Scope((1,), Window(None, None), ())
+    built = build_overview_query(scope, CLICKHOUSE)
+    assert built.narrowing is not None
+    from_table = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0}])
+    answer = store.query_dicts(*CLICKHOUSE.bind(from_table))
+    table = finished(store)
+    store.close()
+    chdb_client.command(f"SYSTEM START MERGES {database}.sessions")
+    monkeypatch.setenv("SITELENS_EVENTS_URL", chdb_settings.events_url)
+    assert main(["clickhouse-merge-sessions", "--data-dir", str(chdb_settings.data_dir)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["parts_before"] >= 1 and result["parts_after"] == 1 and result["seconds"] >= 0
+    store, _ = open_event_store(chdb_settings)
+    try:
+        assert store.query("SELECT count() FROM sessions") == [(300,)]
+        assert finished(store) == table
+        assert store.query_dicts(*CLICKHOUSE.bind(from_table)) == answer
+    finally:
+        store.close()
+    # DuckDB keeps no parts: the command says so and changes nothing.
+    monkeypatch.setenv("SITELENS_EVENTS_URL", f"duckdb://{tmp_path / 'events.duckdb'}")
+    assert main(["clickhouse-merge-sessions", "--data-dir", str(tmp_path)]) == 1
+    assert "keeps no parts to merge" in capsys.readouterr().err
