@@ -328,6 +328,12 @@ def _scale(scale: dict[str, Any]) -> list[str]:
             facts.append(f"the goals' bits stored in the DuckDB file in {b['duckdb']['goal_bits_s']:,.1f} s")
         if b.get("clickhouse_store_load"):
             facts.append(f"copied into the ClickHouse store in {b['clickhouse_store_load']['seconds']:,.0f} s")
+        if b.get("clickhouse_sessions_merge"):
+            merge = b["clickhouse_sessions_merge"]
+            facts.append(
+                f"its sessions table merged from {merge['parts_before']} parts into {merge['parts_after']} "
+                f"(`sitelens clickhouse-merge-sessions`) in {merge['seconds']:,.0f} s"
+            )
         for s in stores:
             if (b.get(s) or {}).get("peak_rss_bytes"):
                 facts.append(f"{_STORES[s]} server peak RSS {_mb(b[s]['peak_rss_bytes'])}")

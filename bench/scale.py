@@ -7,7 +7,8 @@ if the site has none, then asks each read route ``--runs`` times, each time for 
 before (its start moved one more day before the seeded data, as the dashboard block does: same numbers, but the
 result cache has no answer), and once more for the last window (answered from the result cache). So each uncached
 figure is the route's own queries plus the HTTP round trip, the cost a site owner waits for on a live window.
-Then the same on a copy of the events in a ClickHouse store (chdb, ``sitelens migrate-events``) unless
+Then the same on a copy of the events in a ClickHouse store (chdb, ``sitelens migrate-events``; its sessions
+table then merged into one part by ``sitelens clickhouse-merge-sessions``, as its operator would) unless
 ``--duckdb-only``. With ``--events-url`` only the server on ``--data-dir`` with that event store is timed (a
 ClickHouse store copied before, such as ``chdb://<dir>/chdb``, so a change is measured without copying again).
 Prints one JSON object (per store and route: median and best ms of the answered requests, the
@@ -19,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -39,7 +42,7 @@ from bench.dashboard import _window
 from bench.profile import _api_key
 from bench.queries import BENCH_GOALS, FUNNEL_STEPS
 from bench.reads import _create_goals, prepare_clickhouse_store
-from bench.server import ServerProcess
+from bench.server import ServerProcess, sitelens_command
 
 __all__ = ["main"]
 
@@ -183,6 +186,21 @@ def _timed(request: Request, client: httpx.Client, window: dict[str, str]) -> tu
     return elapsed, f"{response.status_code} after {elapsed:.1f} s: {response.text[:200]}"
 
 
+def merge_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
+    """Merge the copy's ``sessions`` table into one part, as its operator would (``sitelens
+    clickhouse-merge-sessions``): the reads that take whole sessions from it merge its parts with ``FINAL``, which a
+    bulk copy leaves in several overlapping ones (``bench/analysis.md``). Returns the command's JSON."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")} | {"SITELENS_EVENTS_URL": url}
+    done = subprocess.run(
+        [*sitelens_command(), "clickhouse-merge-sessions", "--data-dir", str(ch_dir)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(done.stdout))
+
+
 def run_scale(
     data_dir: Path, work_dir: Path, runs: int, log: Callable[[str], None] = _log, *, clickhouse: bool = True
 ) -> dict[str, Any]:
@@ -197,7 +215,9 @@ def run_scale(
         log("  copying the events into a ClickHouse store (`sitelens migrate-events`)")
         ch_dir, url, seconds = prepare_clickhouse_store(data_dir, events_file, work_dir / f"{data_dir.name}-clickhouse")
         result["clickhouse_store_load"] = {"seconds": seconds}
-        log(f"    {seconds:.0f} s; ClickHouse store")
+        log(f"    {seconds:.0f} s; merging its sessions table (`sitelens clickhouse-merge-sessions`)")
+        result["clickhouse_sessions_merge"] = merge_sessions(ch_dir, url)
+        log(f"    {result['clickhouse_sessions_merge']['seconds']:.0f} s; ClickHouse store")
         try:
             result["clickhouse"] = measure(ch_dir, runs, log, env={"SITELENS_EVENTS_URL": url})
         finally:
