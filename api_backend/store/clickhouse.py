@@ -205,7 +205,7 @@ class ClickHouseEventStore:
         """Merge the ``sessions`` table's parts into one (``OPTIMIZE ... FINAL``; on a cluster, each node's).
 
         Reads that take whole sessions from the table merge a session's rows across parts with ``FINAL``, which
-        costs least on a table in one part: at 100M events, reading it whole 5.0 s in the eight parts a bulk copy
+        costs least on a table in one part: at 100M events, reading it whole took 5.0 s in the eight parts a bulk copy
         settled into, 2.4 s in one (``bench/analysis.md``). The merge takes minutes at that size; reads and inserts
         go on meanwhile. Returns the active parts of the table on this server before and after.
         """
