@@ -20,7 +20,7 @@ windows large enough to gain (``facts_when_larger``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -170,9 +170,10 @@ def sessions_relation(d: Dialect) -> str:
 FACTS_MIN_EVENTS = 50_000_000
 
 
-def facts_when_larger(scope: Scope, facts: Query, events: Query, d: Dialect) -> Query:
+def facts_when_larger(scope: Scope, facts: Query, events: Callable[[], Query], d: Dialect) -> Query:
     """``facts`` (whole sessions from the table), or on an engine that merges the table at read time the one of
-    ``facts`` and ``events`` (the event grouping; the same rows) that costs less for the window's size.
+    ``facts`` and ``events()`` (the event grouping; the same rows, built only there) that costs less for the
+    window's size.
 
     Merging reads every row of the site's table (ClickHouse orders it by session id, not by time), while grouping
     reads only the window's events, fast while they fit in memory. On chdb copies of the bench files the grouping
@@ -183,6 +184,7 @@ def facts_when_larger(scope: Scope, facts: Query, events: Query, d: Dialect) -> 
     """
     if not d.merged_sessions:
         return facts
+    grouped = events()
     p = Params()
     sizes = (
         f"SELECT (SELECT count(*) FROM events WHERE {_window_events(scope, p)}) AS events, "
@@ -191,10 +193,10 @@ def facts_when_larger(scope: Scope, facts: Query, events: Query, d: Dialect) -> 
 
     def choose(rows: list[dict[str, Any]]) -> Query:
         window_events, site_rows = rows[0]["events"], rows[0]["sessions"]
-        return facts if window_events >= FACTS_MIN_EVENTS and 2 * site_rows <= window_events else events
+        return facts if window_events >= FACTS_MIN_EVENTS and 2 * site_rows <= window_events else grouped
 
     # Either answer may be the one cached, so the key counts the table too.
-    return replace(events, narrowing=Narrowing(p.query(d.counting(sizes)), choose), reads_sessions=True)
+    return replace(grouped, narrowing=Narrowing(p.query(d.counting(sizes)), choose), reads_sessions=True)
 
 
 def _after_start(column: str, window: Window, p: Params) -> str:

@@ -21,6 +21,7 @@ qualifying sessions) and ``needs_exact_rerun`` tells the caller to run ``build_m
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from api_backend.query.dialect import Dialect
@@ -96,7 +97,7 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
     if not facts_answer(scope, d, shared_columns=parameter in SESSION_PARAMETERS):
         return _metric_query(scope, parameter, limit, offset, d, facts=False)
     facts = _metric_query(scope, parameter, limit, offset, d, facts=True)
-    return facts_when_larger(scope, facts, _metric_query(scope, parameter, limit, offset, d, facts=False), d)
+    return facts_when_larger(scope, facts, partial(_metric_query, scope, parameter, limit, offset, d, facts=False), d)
 
 
 def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect) -> Query:
