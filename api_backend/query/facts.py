@@ -44,6 +44,7 @@ __all__ = [
     "FACTS_MIN_EVENTS",
     "FIRST_SET_PARAMETERS",
     "MAX_SPANS",
+    "MERGED_SHARE",
     "PATHNAMES",
     "Span",
     "crossing_spans",
@@ -165,22 +166,40 @@ def sessions_relation(d: Dialect) -> str:
     return f"(SELECT *, {users} FROM ({merged}) AS merged) AS sessions"
 
 
-# Where the table is merged at read time (``Dialect.merged_sessions``), whole sessions come from it only for a window
-# of at least this many events, holding at least twice as many events as the site has rows in the table.
+# Where the table is merged at read time (``Dialect.merged_sessions``), whole sessions come from it for a window of
+# at least this many events, or for any window once the table is mostly merged (below), in both cases only for a
+# window holding at least twice as many events as the site has rows in the table.
 FACTS_MIN_EVENTS = 50_000_000
+# The table counts as mostly merged when its largest part holds at least this share of its rows: ``FINAL`` then
+# merges only the few rows of the small parts into it. On the 10M bench file's copy, its six overlapping parts
+# (largest share below a third) made the overview 705 -> 1,026 ms against grouping the events; one large part and
+# three small ones 770 -> 360 ms.
+MERGED_SHARE = 0.8
+
+
+def _merged_share() -> str:
+    """SQL: the share of the ``sessions`` table's rows its largest active part holds (from the parts' metadata; 0
+    where this server holds no part of it, as on a cluster, whose nodes hold ``sessions_local``)."""
+    return (
+        "(SELECT max(rows) / greatest(sum(rows), 1) FROM system.parts "
+        "WHERE database = currentDatabase() AND table = 'sessions' AND active)"
+    )
 
 
 def facts_when_larger(scope: Scope, facts: Query, events: Callable[[], Query], d: Dialect) -> Query:
     """``facts`` (whole sessions from the table), or on an engine that merges the table at read time the one of
     ``facts`` and ``events()`` (the event grouping; the same rows, built only there) that costs less for the
-    window's size.
+    window's size and the table's parts.
 
     Merging reads every row of the site's table (ClickHouse orders it by session id, not by time), while grouping
-    reads only the window's events, fast while they fit in memory. On chdb copies of the bench files the grouping
-    won at 10M events (the overview 705 against 1,026 ms through the API; the table in six parts) and the table at
-    100M (21.1 against 11.3 s; 3.7 s with the table merged into one part): the grouping spills to disk there. So
-    the narrowing counts the window's events and the site's rows (both from the tables' indexes) and picks the table
-    only for large windows over most of the site's data.
+    reads only the window's events, fast while they fit in memory. On chdb copies of the bench files, in the six
+    overlapping parts a bulk copy leaves, the grouping won at 10M events (the overview 705 against 1,026 ms through
+    the API) and the table at 100M (21.1 against 11.3 s): the grouping spills to disk there. Merged into one large
+    part, the table wins at both sizes (10M: 770 -> 360 ms; 100M: 3.7 s). So the narrowing counts the window's
+    events and the site's rows (both from the tables' indexes) and reads how merged the table is (the parts'
+    metadata); it picks the table for a window over most of the site's data that is large or meets a mostly merged
+    table. The result cache resolves the narrowing before it keys the answer (``read/results.py``): only a read of
+    the table needs its key to count the table.
     """
     if not d.merged_sessions:
         return facts
@@ -188,14 +207,15 @@ def facts_when_larger(scope: Scope, facts: Query, events: Callable[[], Query], d
     p = Params()
     sizes = (
         f"SELECT (SELECT count(*) FROM events WHERE {_window_events(scope, p)}) AS events, "
-        f"(SELECT count(*) FROM sessions WHERE {site_condition(scope.site_ids, p)}) AS sessions"
+        f"(SELECT count(*) FROM sessions WHERE {site_condition(scope.site_ids, p)}) AS sessions, "
+        f"{_merged_share()} AS merged"
     )
 
     def choose(rows: list[dict[str, Any]]) -> Query:
-        window_events, site_rows = rows[0]["events"], rows[0]["sessions"]
-        return facts if window_events >= FACTS_MIN_EVENTS and 2 * site_rows <= window_events else grouped
+        window_events, site_rows, merged = rows[0]["events"], rows[0]["sessions"], rows[0]["merged"]
+        worth = window_events >= FACTS_MIN_EVENTS or (merged or 0) >= MERGED_SHARE
+        return facts if worth and 2 * site_rows <= window_events else grouped
 
-    # Either answer may be the one cached, so the key counts the table too.
     return replace(grouped, narrowing=Narrowing(p.query(d.counting(sizes)), choose), reads_sessions=True)
 
 

@@ -20,9 +20,11 @@ class Query:
 
     ``narrowing``, when set, is a faster way to the same rows: ``Narrowing.first`` runs before, in the same snapshot
     of the store, and ``Narrowing.then`` turns its rows into the query to answer with (one that reads fewer rows).
-    ``sql`` and ``params`` stay the whole question, so they alone key a cached result. ``reads_sessions`` says that
-    it reads the ``sessions`` table (``facts.whole_sessions`` / ``edge_sessions``), which the result cache keys too
-    where the store writes it after the events (``scope.window_version_query``).
+    ``sql`` and ``params`` stay the whole question, so they alone key a cached result; only where the store writes
+    the ``sessions`` table after the events does the cache run a narrowing itself and key the query it picks
+    (``read/results.py``). ``reads_sessions`` says that it reads the ``sessions`` table (``facts.whole_sessions`` /
+    ``edge_sessions``), or may, through its narrowing; the result cache keys that table too where the store writes it
+    after the events (``scope.window_version_query``).
     """
 
     sql: str

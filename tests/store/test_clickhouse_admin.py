@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from datetime import datetime, timedelta
+from typing import Any
 
 import duckdb
 import pytest
@@ -16,6 +17,7 @@ from api_backend.query.dialect import CLICKHOUSE
 from api_backend.query.facts import FACTS_MIN_EVENTS
 from api_backend.query.overview import build_overview_query
 from api_backend.query.scope import Scope
+from api_backend.query.sql import Query
 from api_backend.query.window import Window
 from api_backend.services import open_services
 from api_backend.settings import load_settings
@@ -291,6 +293,13 @@ def test_chadmin011_on_a_cluster_without_a_recorded_version_the_store_names_the_
     assert "--upgrade-from" not in str(refused.value)
 
 
+def _picks_the_table(store: Any, built: Query) -> bool:
+    """Whether the narrowing of ``built``, run on ``store``, picks the read of the ``sessions`` table."""
+    assert built.narrowing is not None
+    picked = built.narrowing.then(store.query_dicts(*CLICKHOUSE.bind(built.narrowing.first)))
+    return picked.reads_sessions
+
+
 def test_chadmin012_merging_the_sessions_table_leaves_one_row_per_session_and_the_same_answers(
     capsys, chdb_settings, chdb_client, monkeypatch, tmp_path
 ):
@@ -306,8 +315,10 @@ def test_chadmin012_merging_the_sessions_table_leaves_one_row_per_session_and_th
     scope = Scope((1,), Window(None, None), ())
     built = build_overview_query(scope, CLICKHOUSE)
     assert built.narrowing is not None
-    from_table = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0}])
+    from_table = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
     answer = store.query_dicts(*CLICKHOUSE.bind(from_table))
+    # In many small parts the narrowing groups these few events; merged into one, it reads the table.
+    assert not _picks_the_table(store, built)
     table = finished(store)
     store.close()
     chdb_client.command(f"SYSTEM START MERGES {database}.sessions")
@@ -320,6 +331,7 @@ def test_chadmin012_merging_the_sessions_table_leaves_one_row_per_session_and_th
         assert store.query("SELECT count() FROM sessions") == [(300,)]
         assert finished(store) == table
         assert store.query_dicts(*CLICKHOUSE.bind(from_table)) == answer
+        assert _picks_the_table(store, built)
     finally:
         store.close()
     # DuckDB keeps no parts: the command says so and changes nothing.

@@ -297,7 +297,7 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
         assert built.narrowing is None and not built.reads_sessions
     channel = build_metric_query(Scope((1,), window), "channel", 10, 0, CLICKHOUSE)
     assert channel.narrowing is not None
-    assert "FROM sessions" in channel.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0}]).sql
+    assert "FROM sessions" in channel.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}]).sql
     rows = parse_filters(json.dumps([{"parameter": "event_name", "type": "equals", "value": ["signup"]}]))
     scope = Scope((1,), window, rows, frozenset({"event_name"}))
     assert build_metric_query(scope, "event_name", 10, 0, DUCKDB) == build_metric_events_query(

@@ -17,7 +17,7 @@ import pytest
 
 from api_backend.query import facts as facts_module
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
-from api_backend.query.facts import FACTS_MIN_EVENTS, FIRST_SET_PARAMETERS
+from api_backend.query.facts import FACTS_MIN_EVENTS, FIRST_SET_PARAMETERS, MERGED_SHARE
 from api_backend.query.filters import SESSION_PARAMETERS
 from api_backend.query.metric import build_metric_events_query, build_metric_query
 from api_backend.query.overview import (
@@ -29,7 +29,6 @@ from api_backend.query.overview import (
 from api_backend.query.scope import Scope, window_version_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
-from api_backend.read import results as results_module
 from api_backend.read.results import ResultCache
 from api_backend.settings import load_settings
 from api_backend.store.clickhouse_schema import SCHEMA_TABLE, session_states_sql, sessions_final_sql
@@ -209,8 +208,8 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
     both_stores, seed
 ):
     """The overview and the metric of a session-level parameter read whole sessions from the merged table on
-    ClickHouse too, for windows large enough: on random windows, zones and filters both of the answers the size of
-    the window picks from equal DuckDB's, and the one picked for these few events groups the events."""
+    ClickHouse too, for windows large enough or a table mostly merged: on random windows, zones and filters both of
+    the answers the narrowing picks from equal DuckDB's, and so does the one it picks."""
     chdb, duck = both_stores
     assert chdb.query("SELECT count() FROM sessions") > [(1500,)]  # partial rows in several parts
     rng = random.Random(7000 + seed)
@@ -227,9 +226,9 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
     ):
         narrowing = built.narrowing
         assert built.reads_sessions and narrowing is not None
-        facts = narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0}])
+        facts = narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
         assert "FROM sessions AS stored FINAL" in facts.sql and "FROM sessions" not in events.sql
-        assert narrowing.then([{"events": FACTS_MIN_EVENTS - 1, "sessions": 0}]) == events
+        assert narrowing.then([{"events": FACTS_MIN_EVENTS - 1, "sessions": 0, "merged": 0.0}]) == events
         want = _answers(duck, DUCKDB, duckdb_query)
         assert_same(_answers(chdb, CLICKHOUSE, facts), want, context)
         then = narrowing.then
@@ -239,17 +238,21 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
         assert_same(picked, want, context)
 
 
-def test_chfacts008_the_table_is_read_for_windows_of_many_events_over_most_of_the_sites_data():
+def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_table_over_most_of_the_sites_data():
     window = Window(START, START + timedelta(days=7), "UTC", mode="datetime")
     built = build_overview_query(Scope((1,), window), CLICKHOUSE)
     assert built.narrowing is not None and built == build_overview_events_query(Scope((1,), window), CLICKHOUSE)
     facts = "FROM sessions AS stored FINAL"
-    for events, rows, table in (
-        (FACTS_MIN_EVENTS, FACTS_MIN_EVENTS // 2, True),
-        (FACTS_MIN_EVENTS - 1, 0, False),  # few events: grouping them costs less than merging the table
-        (10 * FACTS_MIN_EVENTS, 5 * FACTS_MIN_EVENTS + 1, False),  # a window over less than half the site's data
+    for events, rows, merged, table in (
+        (FACTS_MIN_EVENTS, FACTS_MIN_EVENTS // 2, 0.3, True),
+        (FACTS_MIN_EVENTS - 1, 0, 0.3, False),  # few events: grouping them costs less than merging many parts
+        (10 * FACTS_MIN_EVENTS, 5 * FACTS_MIN_EVENTS + 1, 1.0, False),  # a window over less than half the site's data
+        (1000, 500, MERGED_SHARE, True),  # few events, but the table mostly in one part: merging it costs little
+        (1000, 500, None, False),  # no part of the table on this server (a cluster's node): the size alone decides
+        (1000, 501, 1.0, False),
     ):
-        assert (facts in built.narrowing.then([{"events": events, "sessions": rows}]).sql) == table, (events, rows)
+        row = {"events": events, "sessions": rows, "merged": merged}
+        assert (facts in built.narrowing.then([row]).sql) == table, row
     # DuckDB's table needs no merge: it is read for any window.
     assert build_overview_query(Scope((1,), window), DUCKDB).narrowing is None
 
@@ -267,7 +270,7 @@ def test_chfacts007_a_read_between_the_events_and_their_sessions_rows_is_kept_un
     scope = Scope((1,), Window(None, None), ())
     built, events = build_overview_query(scope, CLICKHOUSE), build_overview_events_query(scope, CLICKHOUSE)
     assert built.reads_sessions and not events.reads_sessions and built.narrowing is not None
-    whole = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0}])
+    whole = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
     version = window_version_query(scope.site_ids, scope.window, CLICKHOUSE, sessions=True)
     (key_between,) = chdb_store.query(*CLICKHOUSE.bind(version))
     between = _answers(chdb_store, CLICKHOUSE, whole)
@@ -279,35 +282,34 @@ def test_chfacts007_a_read_between_the_events_and_their_sessions_rows_is_kept_un
     assert_same(_answers(chdb_store, CLICKHOUSE, whole), _answers(chdb_store, CLICKHOUSE, events), scope)
 
 
-def test_chfacts009_the_cache_key_counts_the_table_only_for_windows_that_may_read_it(chdb_store, monkeypatch):
-    """The key of a read that may take whole sessions from the merged table counts the table's rows only for a
-    window of ``FACTS_MIN_EVENTS`` or more (the only ones that read it); a smaller one keeps the count of its events,
-    so its cached answers stay cheap."""
+def test_chfacts009_the_cache_key_counts_the_table_only_when_the_read_picked_takes_it(chdb_store, monkeypatch):
+    """The result cache runs the narrowing first and keys the form it picks: the key counts the table's rows only
+    for a read of the table; the grouping of the events keeps the count of its events, so its cached answers stay
+    cheap. The answers are the same either way."""
     rows = random_events(random.Random(41), 200)
     chdb_store.append(rows_to_table(rows))
     scope = Scope((1,), Window(None, None), ())
     sent: list[str] = []
 
     def run(query: Query) -> list[dict[str, Any]]:
+        assert query.narrowing is None, "the cache runs the narrowing itself"
         sent.append(query.sql)
-        narrowing = query.narrowing
-        if narrowing is None:
-            return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
-        return chdb_store.query_dicts_then(
-            *CLICKHOUSE.bind(narrowing.first), lambda found: CLICKHOUSE.bind(narrowing.then(found))
-        )
+        return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
 
     want = _answers(chdb_store, CLICKHOUSE, build_overview_events_query(scope, CLICKHOUSE))
-    for threshold, counts_table in ((FACTS_MIN_EVENTS, False), (1, True)):
-        monkeypatch.setattr(results_module, "FACTS_MIN_EVENTS", threshold)
-        monkeypatch.setattr(facts_module, "FACTS_MIN_EVENTS", threshold)
+    # One insert, one part: the table counts as merged. With the share out of reach, only the size could pick it.
+    for share, counts_table in ((MERGED_SHARE, True), (1.5, False)):
+        monkeypatch.setattr(facts_module, "MERGED_SHARE", share)
         sent.clear()
         cache = ResultCache(CLICKHOUSE)
         got = cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
-        assert_same(got, want, threshold)
-        keys = [sql for sql in sent if sql.startswith("SELECT (SELECT count(*) FROM events")]
-        assert any("sum(events) FROM sessions" in sql for sql in keys) == counts_table
-        # The same answer again, from the cache: only the key's queries run.
+        assert_same(got, want, share)
+        assert sent[0].startswith("SELECT (SELECT count(*) FROM events") and "system.parts" in sent[0]
+        key, answer = sent[1], sent[2]
+        assert key.startswith("SELECT (SELECT count(*) FROM events") and "system.parts" not in key
+        assert ("sum(events) FROM sessions" in key) == counts_table
+        assert ("FROM sessions AS stored FINAL" in answer) == counts_table
+        # The same answer again, from the cache: only the narrowing and the key run.
         sent.clear()
         assert cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run) == got
-        assert all(sql.startswith("SELECT (SELECT count(*) FROM events") for sql in sent)
+        assert len(sent) == 2 and "FINAL" not in sent[0] + sent[1]
