@@ -14,8 +14,8 @@ The table is keyed by ``(site_id, session_id)`` while the event grouping keys by
 because a session id belongs to one site (ingestion draws it at random, 128 bits).
 
 DuckDB's table is read by every session-level route. ClickHouse's holds a session's rows in parts merged later: it
-is read merged (``sessions_relation``), by the routes needing only the columns both tables keep, and only for
-windows large enough to gain (``facts_when_larger``).
+is read merged (``sessions_relation``), by the routes needing only the columns both tables keep, and only where that
+costs less than grouping the window's events: a large window, or a table mostly merged (``facts_where_cheaper``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ __all__ = [
     "edge_sessions",
     "fact_column",
     "facts_answer",
-    "facts_when_larger",
+    "facts_where_cheaper",
     "merge_spans",
     "newest_ends",
     "qualifying_sessions",
@@ -186,7 +186,7 @@ def _merged_share() -> str:
     )
 
 
-def facts_when_larger(scope: Scope, facts: Query, events: Callable[[], Query], d: Dialect) -> Query:
+def facts_where_cheaper(scope: Scope, facts: Query, events: Callable[[], Query], d: Dialect) -> Query:
     """``facts`` (whole sessions from the table), or on an engine that merges the table at read time the one of
     ``facts`` and ``events()`` (the event grouping; the same rows, built only there) that costs less for the
     window's size and the table's parts.

@@ -30,7 +30,7 @@ from api_backend.query.facts import (
     edge_sessions,
     fact_column,
     facts_answer,
-    facts_when_larger,
+    facts_where_cheaper,
     qualifying_sessions,
     whole_sessions,
 )
@@ -97,7 +97,7 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
     if not facts_answer(scope, d, shared_columns=parameter in SESSION_PARAMETERS):
         return _metric_query(scope, parameter, limit, offset, d, facts=False)
     facts = _metric_query(scope, parameter, limit, offset, d, facts=True)
-    return facts_when_larger(scope, facts, partial(_metric_query, scope, parameter, limit, offset, d, facts=False), d)
+    return facts_where_cheaper(scope, facts, partial(_metric_query, scope, parameter, limit, offset, d, facts=False), d)
 
 
 def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect) -> Query:

@@ -27,7 +27,7 @@ from api_backend.query.facts import (
     crossing_spans,
     edge_sessions,
     facts_answer,
-    facts_when_larger,
+    facts_where_cheaper,
     merge_spans,
     spans_condition,
     whole_sessions,
@@ -148,7 +148,7 @@ def build_overview_query(scope: Scope, d: Dialect) -> Query:
     columns = "session_id, session_start, duration, pageviews, unum, utext"
     union = d.cte("s", f"SELECT {columns} FROM whole UNION ALL SELECT {columns} FROM edge", materialized=False)
     facts = p.query(f"WITH {_facts_ctes(scope, d, p)},\n{union}\n{_headline(d, split_users=True)}")
-    return facts_when_larger(scope, facts, lambda: build_overview_events_query(scope, d), d)
+    return facts_where_cheaper(scope, facts, lambda: build_overview_events_query(scope, d), d)
 
 
 def build_overview_events_query(scope: Scope, d: Dialect) -> Query:

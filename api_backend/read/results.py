@@ -125,7 +125,7 @@ class ResultCache:
         """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window.
 
         Where the store writes the ``sessions`` table after the events (``Dialect.merged_sessions``), a query that
-        may read it picks its form first (``facts.facts_when_larger``), and the form picked is what is keyed: only a
+        may read it picks its form first (``facts.facts_where_cheaper``), and the form picked is what is keyed: only a
         read of the table needs a key counting the table too, which costs a read of it (at 100M events 14-28 ->
         360-500 ms), so the grouping of the events keeps the cheap key.
         """

@@ -108,7 +108,7 @@ def test_cache002_read_after_acknowledged_write_sees_it(client, owner, services,
 def test_cache003_events_outside_the_window_keep_the_entry(client, owner, services, seeded):
     site, rows = seeded
     # On ClickHouse the overview reads the sessions table only for a window holding at least twice as many events as
-    # the site has rows there (``facts.facts_when_larger``), and the cache keys the form picked. A longer first
+    # the site has rows there (``facts.facts_where_cheaper``), and the cache keys the form picked. A longer first
     # session keeps May's events above that mark once June's sessions are in, so both reads pick the same form.
     longer = [{**rows[0], "timestamp": rows[0]["timestamp"] + timedelta(seconds=10 + i)} for i in range(20)]
     services.events.append(rows_to_table(longer))
