@@ -53,7 +53,8 @@ def _dropdown_picks_or_fails() -> None:
     """``dash_duo.select_dcc_dropdown`` waits for its option and fails when none matches.
 
     Dash's own looks at the menu once, and when the option is not drawn yet it logs the miss and returns: the test then
-    waits for a change nobody asked for and fails far from the cause. Here a menu that did not open is opened again.
+    waits for a change nobody asked for and fails far from the cause. Here a menu that did not open is opened again,
+    the option is looked for in the dropdown's own menu (not the first one drawn), and a failure names what it showed.
     """
     from dash.testing.browser import Browser
     from selenium.common.exceptions import StaleElementReferenceException
@@ -66,14 +67,24 @@ def _dropdown_picks_or_fails() -> None:
             self._get_element(elem_or_selector).click()
             clicked[0] = time.monotonic()
 
+        seen: list[str] = []  # the options the menu last showed, for the failure's message
+
+        def menus():
+            # The menu is drawn apart from its dropdown (a popover); the dropdown names it in aria-controls.
+            owned = self._get_element(elem_or_selector).get_attribute("aria-controls")
+            if owned:
+                return self.driver.find_elements(By.ID, owned)
+            return self.driver.find_elements(By.CSS_SELECTOR, ".dash-dropdown-options")
+
         def option():
             try:
-                menus = self.driver.find_elements(By.CSS_SELECTOR, ".dash-dropdown-options")
-                if not menus:
+                shown = menus()
+                if not shown:
                     if time.monotonic() - clicked[0] > 1.0:  # a menu still opening is left to open
                         open_it()
                     return None
-                options = menus[0].find_elements(By.CSS_SELECTOR, ".dash-dropdown-option")
+                options = shown[0].find_elements(By.CSS_SELECTOR, ".dash-dropdown-option")
+                seen[:] = [o.text for o in options]
                 if isinstance(index, int):
                     return options[index] if len(options) > index else None
                 return next((o for o in options if o.text == value), None)
@@ -82,7 +93,11 @@ def _dropdown_picks_or_fails() -> None:
 
         def picked():
             try:
-                wait_until(option, 10, f"{elem_or_selector} offered no option {value!r} (index {index})").click()
+                found = wait_until(option, 10, f"{elem_or_selector} offered no option {value!r} (index {index})")
+            except AssertionError as missing:
+                raise AssertionError(f"{missing}; its menu showed {seen}") from None
+            try:
+                found.click()
                 return True
             except StaleElementReferenceException:
                 return False
