@@ -36,7 +36,7 @@ from api_backend.query.filters import (
     session_condition,
     user_key,
 )
-from api_backend.query.scope import Scope, site_condition
+from api_backend.query.scope import Scope, site_condition, window_condition
 from api_backend.query.sql import Narrowing, Params, Query
 from api_backend.query.window import Window
 
@@ -207,7 +207,7 @@ def facts_where_cheaper(scope: Scope, facts: Query, events: Callable[[], Query],
     grouped = events()
     p = Params()
     sizes = (
-        f"SELECT (SELECT count(*) FROM events WHERE {_window_events(scope, p)}) AS events, "
+        f"SELECT (SELECT count(*) FROM events WHERE {window_condition(scope.site_ids, scope.window, p)}) AS events, "
         f"(SELECT count(*) FROM sessions WHERE {site_condition(scope.site_ids, p)}) AS sessions, "
         f"{_merged_share()} AS merged"
     )
@@ -232,19 +232,14 @@ def _before_end(column: str, window: Window, p: Params) -> str:
     return f"{column} {'<=' if window.include_end else '<'} {p.add(window.end)}"
 
 
-def _window_events(scope: Scope, p: Params) -> str:
-    w = scope.window
-    sites = site_condition(scope.site_ids, p)
-    return f"{sites} AND {_after_start('timestamp', w, p)} AND {_before_end('timestamp', w, p)}"
-
-
 def _any_event(f: Filter, scope: Scope, d: Dialect, p: Params) -> str:
     """``session_id [NOT] IN (...)``: whole sessions with (without) an in-window event matching ``f``."""
     negative = f.type in POSITIVE_OF
     condition = compare(row_expression(f.parameter, d, p), POSITIVE_OF.get(f.type, f.type), f.values, d, p)
     if f.prop_key is not None:
         condition = f"type = 'custom_event' AND {condition}"
-    matching = f"SELECT session_id FROM events WHERE {_window_events(scope, p)} AND {condition}"
+    in_window = window_condition(scope.site_ids, scope.window, p)
+    matching = f"SELECT session_id FROM events WHERE {in_window} AND {condition}"
     return f"session_id {'NOT IN' if negative else 'IN'} ({matching})"
 
 
@@ -304,7 +299,7 @@ def edge_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
                 else f"timestamp >= (SELECT min(first_seen) FROM sessions WHERE {where})"
             )
             parts.append(
-                f"SELECT * FROM events WHERE {_window_events(scope, p)} AND {bound} "
+                f"SELECT * FROM events WHERE {window_condition(scope.site_ids, scope.window, p)} AND {bound} "
                 f"AND session_id IN (SELECT session_id FROM sessions WHERE {where})"
             )
         rows = " UNION ALL ".join(parts) or "SELECT * FROM events WHERE false"
@@ -328,7 +323,8 @@ def _merged_edge_rows(scope: Scope, crossing: list[tuple[str, str]], d: Dialect,
         for n, (kind, _) in enumerate(crossing, 2)
     )
     ids = f"SELECT arrayJoin(ifNull(tupleElement({found}, 1), []))"
-    return f"SELECT * FROM events WHERE {_window_events(scope, p)} AND ({near}) AND session_id IN ({ids})"
+    in_window = window_condition(scope.site_ids, scope.window, p)
+    return f"SELECT * FROM events WHERE {in_window} AND ({near}) AND session_id IN ({ids})"
 
 
 # A span of time, both ends included.
