@@ -60,7 +60,8 @@ class Dialect:
     # Reads take whole sessions from the ``sessions`` table the store keeps (``query/facts.py``).
     session_facts: bool = True
     # Whether reads needing only the columns every store's table keeps take whole sessions from it too
-    # (``facts.sessions_relation``): the overview's numbers, the values of a session-level parameter.
+    # (``facts.sessions_relation``): the overview's numbers, the values of a session-level parameter, the sessions
+    # per page.
     shared_facts: bool = True
     # Whether the ``sessions`` table holds partial rows of a session that a read merges (``facts.sessions_relation``).
     merged_sessions: bool = False
@@ -243,8 +244,13 @@ class Dialect:
         return f"{name} AS {hint}({body})"
 
     def unnest_strings(self, array: str) -> str:
-        """One row per element of the bound list of strings ``array`` (a placeholder)."""
+        """One row per element of the list of strings ``array`` (a placeholder or a column)."""
         return f"unnest(CAST({array} AS VARCHAR[]))"
+
+    def distinct_strings(self, expr: str, where: str) -> str:
+        """Aggregate: the distinct values of the text ``expr`` over the rows where ``where`` holds, as a list in no
+        particular order (empty when there are none)."""
+        return f"coalesce(list(DISTINCT {expr}) FILTER (WHERE {where}), CAST([] AS VARCHAR[]))"
 
 
 def _filter(where: str | None) -> str:
@@ -282,11 +288,12 @@ class ClickHouseDialect(Dialect):
     """ClickHouse's spellings (server-side ``{name:Type}`` parameters, camelCase functions)."""
 
     name: str = "clickhouse"
-    # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view) without DuckDB's lists, goal bits and
+    # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view) without DuckDB's goal bits, user forms and
     # keys: the reads that need them group the events.
     session_facts: bool = False
-    # The others read the table's rows merged with ``FINAL``, which costs little where the older parts are merged and
-    # the newer ones hold newer sessions (``facts.sessions_relation``).
+    # The others (the overview, a session-level parameter's values, the pages) read the table's rows merged with
+    # ``FINAL``, which costs little where the older parts are merged and the newer ones hold newer sessions
+    # (``facts.sessions_relation``).
     shared_facts: bool = True
     # An ``AggregatingMergeTree``: a session's rows in different parts hold partial states until merged.
     merged_sessions: bool = True
@@ -407,6 +414,9 @@ class ClickHouseDialect(Dialect):
 
     def unnest_strings(self, array: str) -> str:
         return f"arrayJoin({array})"
+
+    def distinct_strings(self, expr: str, where: str) -> str:
+        return f"groupUniqArrayIf(toString({expr}), {where})"
 
 
 DUCKDB = Dialect()

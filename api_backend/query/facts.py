@@ -45,7 +45,6 @@ __all__ = [
     "FIRST_SET_PARAMETERS",
     "MAX_SPANS",
     "MERGED_SHARE",
-    "PATHNAMES",
     "Span",
     "crossing_spans",
     "edge_sessions",
@@ -54,6 +53,7 @@ __all__ = [
     "facts_where_cheaper",
     "merge_spans",
     "newest_ends",
+    "pathnames",
     "qualifying_sessions",
     "session_aggregates",
     "session_key",
@@ -93,8 +93,12 @@ _COLUMN = {name: name for name in FIRST_SET_PARAMETERS} | {
 }
 
 _PAGEVIEW = "type = 'pageview'"
-# The distinct paths of a session's pageviews (the ``sessions`` column ``pathnames``; empty without pageviews).
-PATHNAMES = f"coalesce(list(DISTINCT pathname) FILTER (WHERE {_PAGEVIEW}), CAST([] AS VARCHAR[]))"
+
+
+def pathnames(d: Dialect) -> str:
+    """Aggregate: the distinct paths of a session's pageviews (the ``sessions`` column ``pathnames``; empty without
+    pageviews)."""
+    return d.distinct_strings("pathname", _PAGEVIEW)
 
 
 def session_aggregates(d: Dialect, p: Params) -> list[tuple[str, str]]:
@@ -160,7 +164,8 @@ def sessions_relation(d: Dialect) -> str:
     finals = ", ".join(f"finalizeAggregation(stored.{name}) AS {name}" for name in _STATES)
     merged = (
         "SELECT stored.site_id AS site_id, stored.session_id AS session_id, stored.first_seen AS first_seen, "
-        f"stored.last_seen AS last_seen, stored.pageviews AS pageviews, {finals} FROM sessions AS stored FINAL"
+        "stored.last_seen AS last_seen, stored.pageviews AS pageviews, stored.pathnames AS pathnames, "
+        f"{finals} FROM sessions AS stored FINAL"
     )
     users = f"{d.user_number('user_value')} AS user_number, {d.user_text('user_value')} AS user_text"
     return f"(SELECT *, {users} FROM ({merged}) AS merged) AS sessions"

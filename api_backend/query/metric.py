@@ -10,7 +10,8 @@ events carried.
 Where the engine keeps per-session facts (``facts.py``), a session-level parameter reads the whole sessions' values
 from the ``sessions`` table and groups only the sessions crossing the window's edges from events;
 ``build_metric_events_query`` groups every in-window event, and both give the same rows. ``pathname`` reads the
-whole sessions' lists of distinct paths (``pathnames``) the same way, so no (session, path) pair is grouped. The
+whole sessions' lists of distinct paths (``pathnames``, kept by both stores) the same way, so no (session, path)
+pair is grouped. The
 other parameters count the distinct (session, value) pairs of the events; with the table they pair a 64-bit hash
 of the session id instead of the id (a fixed-width key: half the time and memory of the string at 10M events), and
 the qualifying sessions and their total come from the table. That count is exact only while no two of the window's
@@ -26,11 +27,11 @@ from typing import Any
 
 from api_backend.query.dialect import Dialect
 from api_backend.query.facts import (
-    PATHNAMES,
     edge_sessions,
     fact_column,
     facts_answer,
     facts_where_cheaper,
+    pathnames,
     qualifying_sessions,
     whole_sessions,
 )
@@ -94,7 +95,7 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
     There is always one row, even past the last page, so the totals are known. ``pageviews`` and
     ``bounce_rate`` (sessions with exactly one pageview, in percent) exist for session-level parameters.
     """
-    if not facts_answer(scope, d, shared_columns=parameter in SESSION_PARAMETERS):
+    if not facts_answer(scope, d, shared_columns=parameter in SESSION_PARAMETERS or parameter == "pathname"):
         return _metric_query(scope, parameter, limit, offset, d, facts=False)
     facts = _metric_query(scope, parameter, limit, offset, d, facts=True)
     return facts_where_cheaper(scope, facts, partial(_metric_query, scope, parameter, limit, offset, d, facts=False), d)
@@ -108,7 +109,7 @@ def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: 
 def _session_pathnames(scope: Scope, d: Dialect, p: Params) -> str:
     """``SELECT paths``: one row per qualifying session with the distinct paths of its in-window pageviews."""
     whole = whole_sessions(scope, "pathnames AS paths", d, p)
-    edge = edge_sessions(scope, f", {PATHNAMES} AS paths", d, p)
+    edge = edge_sessions(scope, f", {pathnames(d)} AS paths", d, p)
     return f"{whole} UNION ALL SELECT paths FROM ({edge}) AS edge"
 
 
@@ -157,7 +158,8 @@ def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dial
         total_sessions = f"({whole_count}) + (SELECT count(*) FROM ({edge_sessions(scope, '', d, p)}) AS e)"
         agg = (
             "SELECT value, count(*) AS count, count(*) AS sessions, NULL AS pageviews, NULL AS bounce_rate "
-            f"FROM (SELECT unnest(paths) AS value FROM ({_session_pathnames(scope, d, p)}) AS per) AS sv {keep} "
+            f"FROM (SELECT {d.unnest_strings('paths')} AS value FROM ({_session_pathnames(scope, d, p)}) AS per) "
+            f"AS sv {keep} "
             "GROUP BY value"
         )
     elif parameter in SESSION_PARAMETERS:

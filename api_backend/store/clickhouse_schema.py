@@ -19,6 +19,8 @@ Choices, each because of how sitelens reads:
   such a table: an ``AggregatingMergeTree`` ordered by ``(site_id, session_id)`` that a materialized view on
   ``events`` feeds with each inserted block's partial states; merges (and a read's ``GROUP BY`` with the ``-Merge``
   functions) combine the parts of one session. ``max_log_seq`` tells recovery which sessions hold rows it deletes.
+  Schema version 4 adds ``pathnames``, each session's distinct pageview paths, so the metric by pathname reads the
+  table as DuckDB's does; the other columns DuckDB keeps (goal bits, a numeric key) stay DuckDB's.
 - ``error_events`` (schema version 3) holds a copy of the ``type = 'error'`` rows, written by a materialized view on
   ``events`` with each insert: the same columns, partitioning and order. Errors are about 1% of the events and lie
   in every granule of ``events``, so the error routes read them from here (at 100M events the error series reads
@@ -33,7 +35,7 @@ import re
 import pyarrow as pa
 
 from api_backend.query.dialect import CLICKHOUSE
-from api_backend.query.facts import FIRST_SET_PARAMETERS
+from api_backend.query.facts import FIRST_SET_PARAMETERS, pathnames
 from api_backend.query.filters import EFFECTIVE_USER, channel_key, row_expression, user_key
 from api_backend.query.sql import Params
 from api_backend.store.events import EVENT_COLUMNS
@@ -46,6 +48,7 @@ __all__ = [
     "column_type",
     "error_rows_sql",
     "events_columns_sql",
+    "pathnames_sql",
     "session_states_sql",
     "sessions_final_sql",
     "single_node_sql",
@@ -121,8 +124,19 @@ def _inline(sql: str, p: Params) -> str:
     return re.sub(r"\$(p\d+)\b", lambda m: _literal(p.values[m.group(1)]), sql)
 
 
-def _session_columns() -> list[tuple[str, str, str, str]]:
-    """``(column, type, state over a block of events, finalising aggregate)`` of every ``sessions`` column."""
+# The column schema version 4 adds: each session's distinct pageview paths, the lists DuckDB's table keeps
+# (``facts.pathnames``), merged by union.
+_PATHNAMES = (
+    "pathnames",
+    "SimpleAggregateFunction(groupUniqArrayArray, Array(String))",
+    pathnames(CLICKHOUSE),
+    "groupUniqArrayArray(pathnames)",
+)
+
+
+def _session_columns(version: int = 4) -> list[tuple[str, str, str, str]]:
+    """``(column, type, state over a block of events, finalising aggregate)`` of every ``sessions`` column of the
+    schema ``version`` (2: the table as created; 4: with ``pathnames``, last, where ``ADD COLUMN`` puts it)."""
     d = CLICKHOUSE
     user_sort = user_key(d)
     channel_sort = channel_key(d)
@@ -167,15 +181,16 @@ def _session_columns() -> list[tuple[str, str, str, str]]:
         p = Params()
         expr = _inline(row_expression(name, d, p), p)
         columns.append((name, typ, f"argMinStateIf(toString({expr}), timestamp, {expr} != '')", final))
-    return columns
+    return [*columns, _PATHNAMES] if version >= 4 else columns
 
 
-def session_states_sql(source: str = "events", where: str = "", settings: str = "") -> str:
-    """``SELECT`` of the ``sessions`` columns' partial states over the rows of ``source`` (the view's query).
+def session_states_sql(source: str = "events", where: str = "", settings: str = "", version: int = 4) -> str:
+    """``SELECT`` of the ``sessions`` columns' partial states over the rows of ``source`` (the view's query), in the
+    table's column order, for the schema ``version``.
 
     ``settings`` (``name = value, ...``) join its one ``SETTINGS`` clause.
     """
-    states = ",\n    ".join(f"{state} AS {name}" for name, _, state, _ in _session_columns())
+    states = ",\n    ".join(f"{state} AS {name}" for name, _, state, _ in _session_columns(version))
     tail = f" WHERE {where}" if where else ""
     # The states are named after event columns they read: the column, not the alias, is meant inside them.
     return (
@@ -196,15 +211,17 @@ def sessions_final_sql(where: str = "") -> str:
 
 
 def _sessions_table(name: str, engine: str, on_cluster: str = "") -> str:
-    columns = ",\n    ".join(f"`{col}` {typ}" for col, typ, _, _ in _session_columns())
+    """The table as schema version 2 creates it (version 4 adds a column)."""
+    columns = ",\n    ".join(f"`{col}` {typ}" for col, typ, _, _ in _session_columns(2))
     return (
         f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (\n    `site_id` Int32,\n    `session_id` String,"
         f"\n    {columns}\n)\nENGINE = {engine}\nORDER BY (site_id, session_id)\nSETTINGS {TABLE_SETTINGS}"
     )
 
 
-def _sessions_view(name: str, target: str, source: str, on_cluster: str = "") -> str:
-    return f"CREATE MATERIALIZED VIEW IF NOT EXISTS {name}{on_cluster} TO {target} AS\n{session_states_sql(source)}"
+def _sessions_view(name: str, target: str, source: str, on_cluster: str = "", version: int = 4) -> str:
+    states = session_states_sql(source, version=version)
+    return f"CREATE MATERIALIZED VIEW IF NOT EXISTS {name}{on_cluster} TO {target} AS\n{states}"
 
 
 def sessions_sql(database: str | None = None) -> list[str]:
@@ -215,6 +232,28 @@ def sessions_sql(database: str | None = None) -> list[str]:
     prefix = f"`{database}`." if database else ""
     return [
         _sessions_table(f"{prefix}sessions", "AggregatingMergeTree"),
+        _sessions_view(f"{prefix}sessions_mv", f"{prefix}sessions", f"{prefix}events", version=2),
+        f"TRUNCATE TABLE {prefix}sessions",
+        f"INSERT INTO {prefix}sessions {session_states_sql(f'{prefix}events', version=2)}",
+    ]
+
+
+def _add_pathnames(table: str, on_cluster: str = "") -> str:
+    name, typ, _, _ = _PATHNAMES
+    return f"ALTER TABLE {table}{on_cluster} ADD COLUMN IF NOT EXISTS `{name}` {typ}"
+
+
+def pathnames_sql(database: str | None = None) -> list[str]:
+    """Schema version 4: ``sessions`` gains ``pathnames``, its view writes them, and the table is filled again.
+
+    The view is replaced (a view's query is fixed when it is created) and the table refilled from every event, as
+    version 2 filled it: its rows written before hold no paths. Run again after an interruption, each statement
+    finds or rebuilds what it makes.
+    """
+    prefix = f"`{database}`." if database else ""
+    return [
+        _add_pathnames(f"{prefix}sessions"),
+        f"DROP VIEW IF EXISTS {prefix}sessions_mv",
         _sessions_view(f"{prefix}sessions_mv", f"{prefix}sessions", f"{prefix}events"),
         f"TRUNCATE TABLE {prefix}sessions",
         f"INSERT INTO {prefix}sessions {session_states_sql(f'{prefix}events')}",
@@ -288,7 +327,7 @@ def _cluster_versions(cluster: str, database: str) -> list[list[str]]:
             f"CREATE TABLE IF NOT EXISTS {db}.sessions{on} AS {db}.sessions_local\n"
             f"ENGINE = Distributed('{cluster}', '{database}', 'sessions_local', cityHash64(session_id))",
             # On every node, the view folds the rows its shard receives into that shard's sessions.
-            _sessions_view(f"{db}.sessions_mv", f"{db}.sessions_local", f"{db}.events_local", on),
+            _sessions_view(f"{db}.sessions_mv", f"{db}.sessions_local", f"{db}.events_local", on, version=2),
         ],
         [
             _events_table(f"{db}.error_events_local", replicated, on),
@@ -296,6 +335,12 @@ def _cluster_versions(cluster: str, database: str) -> list[list[str]]:
             f"ENGINE = Distributed('{cluster}', '{database}', 'error_events_local', cityHash64(session_id))",
             # Like sessions_mv: each node copies the error rows its shard receives.
             _error_rows_view(f"{db}.error_events_mv", f"{db}.error_events_local", f"{db}.events_local", on),
+        ],
+        [
+            _add_pathnames(f"{db}.sessions_local", on),
+            _add_pathnames(f"{db}.sessions", on),
+            f"DROP VIEW IF EXISTS {db}.sessions_mv{on}",
+            _sessions_view(f"{db}.sessions_mv", f"{db}.sessions_local", f"{db}.events_local", on),
         ],
     ]
 
@@ -327,16 +372,19 @@ def cluster_upgrade_sql(cluster: str, database: str, from_version: int) -> list[
         raise ValueError(f"a cluster upgrade starts from schema version 1 to {len(MIGRATIONS) - 1}")
     on = f" ON CLUSTER `{cluster}`"
     db = f"`{database}`"
+    fill_sessions = [
+        f"TRUNCATE TABLE IF EXISTS {db}.sessions_local{on}",
+        f"INSERT INTO {db}.sessions {session_states_sql(f'{db}.events', settings=_CLUSTER_FILL_SETTINGS)}",
+    ]
     fills = {
-        2: [
-            f"TRUNCATE TABLE IF EXISTS {db}.sessions_local{on}",
-            f"INSERT INTO {db}.sessions {session_states_sql(f'{db}.events', settings=_CLUSTER_FILL_SETTINGS)}",
-        ],
+        # Version 4 fills the table again, with the column it adds: a fill at version 2 would be thrown away.
+        2: [],
         3: [
             f"TRUNCATE TABLE IF EXISTS {db}.error_events_local{on}",
             f"INSERT INTO {db}.error_events ({_ROW_COLUMNS}) SELECT {_ROW_COLUMNS} FROM {db}.events "
             f"WHERE type = 'error'\nSETTINGS {_CLUSTER_FILL_SETTINGS}",
         ],
+        4: fill_sessions,
     }
     statements: list[str] = []
     for version, tables in enumerate(_cluster_versions(cluster, database), start=1):
@@ -350,4 +398,5 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     tuple(single_node_sql()),
     tuple(sessions_sql()),
     tuple(error_rows_sql()),
+    tuple(pathnames_sql()),
 )

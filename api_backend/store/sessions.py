@@ -39,9 +39,9 @@ DuckDB folds events into the table in the transaction that stores them, or, for 
 batch's sessions are matched on ``(site_id, session_id)``, the stored ones updated and the new ones inserted
 (``build_sessions_upsert``). (No primary key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times
 slower, see ``bench/analysis.md``.)
-ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``), without
-``session_key``, ``pathnames`` and ``goal_mask``: only DuckDB's reads use them. Its reads take the rows merged
-(``query.facts.sessions_relation``).
+ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``), with
+``pathnames`` but without ``session_key``, ``user_number`` / ``user_text`` / ``users_count`` and ``goal_mask``: only
+DuckDB's reads use them. Its reads take the rows merged (``query.facts.sessions_relation``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.facts import FIRST_SET_PARAMETERS, PATHNAMES, session_aggregates, session_key
+from api_backend.query.facts import FIRST_SET_PARAMETERS, pathnames, session_aggregates, session_key
 from api_backend.query.sql import Params, Query
 from api_backend.store.goal_bits import Registry, fold_mask
 
@@ -90,6 +90,8 @@ _COLUMNS = f"""(
 SESSIONS_DDL = f"CREATE TABLE IF NOT EXISTS sessions {_COLUMNS}"
 # The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_upgrade``).
 SESSION_KEY = session_key("session_id")
+# The aggregate of ``pathnames`` over a batch of events.
+PATHNAMES = pathnames(DUCKDB)
 # How much older than its id's time a session's events may be and still be found by a fold's time bound.
 OPENED_SLACK = timedelta(hours=1)
 # The sessions a fold's time bound may not find (see the module docstring).

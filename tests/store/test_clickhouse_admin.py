@@ -43,7 +43,7 @@ def test_chadmin001_single_node_schema_runs_and_the_store_adopts_it(capsys, chdb
     for statement in _statements(capsys):
         chdb_client.command(statement)
     store = ClickHouseEventStore(chdb_client, chdb_database)
-    assert store.schema_version == 3  # and migrated on open to the newest version
+    assert store.schema_version == 4  # and migrated on open to the newest version
     (engine,) = chdb_client.query(
         "SELECT engine FROM system.tables WHERE database = {db:String} AND name = 'events'",
         parameters={"db": chdb_database},
@@ -77,14 +77,15 @@ def _created(statement: str) -> str:
 def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_version(capsys, chdb_client):
     assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web"]) == 0
     full = _statements(capsys)
-    assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", "1"]) == 0
-    from_one = _statements(capsys)
-    assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", "2"]) == 0
-    from_two = _statements(capsys)
-    for statement in from_one + from_two:  # valid ClickHouse (parsed by the engine; no cluster here)
-        chdb_client.query(f"EXPLAIN AST {statement}")
+    upgrades = {}
+    for start in (1, 2, 3):
+        args = ["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", str(start)]
+        assert main(args) == 0
+        upgrades[start] = _statements(capsys)
+    for statement in [s for statements in upgrades.values() for s in statements]:
+        chdb_client.query(f"EXPLAIN AST {statement}")  # valid ClickHouse (parsed by the engine; no cluster here)
     # The tables of the later versions exactly as a new cluster gets them, and none of those it has.
-    created = [s for s in from_one if s.startswith("CREATE")]
+    created = [s for s in upgrades[1] if s.startswith("CREATE")]
     assert [_created(s) for s in created] == [
         f"`web`.{name}"
         for name in (
@@ -94,25 +95,43 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
             "error_events_local",
             "error_events",
             "error_events_mv",
+            "sessions_mv",
         )
     ]
     assert all(s in full for s in created)
-    assert [s for s in from_two if s.startswith("CREATE")] == created[3:]
+    assert [s for s in upgrades[2] if s.startswith("CREATE")] == created[3:]
+    assert [s for s in upgrades[3] if s.startswith("CREATE")] == created[6:]
+    # Version 4 adds the paths to both sessions tables and replaces the view with one that writes them.
+    assert "AS pathnames" not in created[2] and "groupUniqArrayIf(toString(pathname), type = 'pageview')" in created[6]
+    changes = [s for s in upgrades[3] if s.startswith(("ALTER", "DROP"))]
+    column = "ADD COLUMN IF NOT EXISTS `pathnames` SimpleAggregateFunction(groupUniqArrayArray, Array(String))"
+    assert changes == [
+        f"ALTER TABLE `web`.sessions_local ON CLUSTER `analytics` {column}",
+        f"ALTER TABLE `web`.sessions ON CLUSTER `analytics` {column}",
+        "DROP VIEW IF EXISTS `web`.sessions_mv ON CLUSTER `analytics`",
+    ]
+    assert upgrades[3].index(changes[-1]) < upgrades[3].index(created[6])
     # Each new table is emptied on every node once its view exists, then filled once through the Distributed
-    # tables: each shard groups its own sessions, and the insert waits for every shard.
+    # tables: each shard groups its own sessions, and the insert waits for every shard. The sessions are filled at
+    # version 4 only, with their paths.
     settings = "distributed_group_by_no_merge = 1, distributed_foreground_insert = 1"
-    fills = [s for s in from_one if not s.startswith("CREATE")]
-    assert fills[0] == "TRUNCATE TABLE IF EXISTS `web`.sessions_local ON CLUSTER `analytics`"
-    assert fills[1].startswith("INSERT INTO `web`.sessions SELECT site_id, session_id,")
-    assert fills[1].endswith(
+    fills = [s for s in upgrades[1] if s.startswith(("TRUNCATE", "INSERT")) and "sitelens_schema" not in s]
+    assert fills[0] == "TRUNCATE TABLE IF EXISTS `web`.error_events_local ON CLUSTER `analytics`"
+    assert fills[1].startswith("INSERT INTO `web`.error_events (`site_id`")
+    assert fills[1].endswith(f"FROM `web`.events WHERE type = 'error'\nSETTINGS {settings}")
+    assert fills[2] == "TRUNCATE TABLE IF EXISTS `web`.sessions_local ON CLUSTER `analytics`"
+    assert fills[3].startswith("INSERT INTO `web`.sessions SELECT site_id, session_id,")
+    assert "AS pathnames\nFROM `web`.events\n" in fills[3]
+    assert fills[3].endswith(
         f"FROM `web`.events\nGROUP BY site_id, session_id\nSETTINGS prefer_column_name_to_alias = 1, {settings}"
     )
-    assert fills[2] == "TRUNCATE TABLE IF EXISTS `web`.error_events_local ON CLUSTER `analytics`"
-    assert fills[3].startswith("INSERT INTO `web`.error_events (`site_id`")
-    assert fills[3].endswith(f"FROM `web`.events WHERE type = 'error'\nSETTINGS {settings}")
-    assert from_one.index(fills[0]) > from_one.index(created[2])
-    assert from_one[-1] == from_two[-1] == full[-1] == "INSERT INTO `web`.sitelens_schema (version) VALUES (3)"
-    assert [s for s in from_two if not s.startswith("CREATE")] == fills[2:]
+    assert len(fills) == 4
+    assert upgrades[1].index(fills[0]) > upgrades[1].index(created[5])
+    assert upgrades[1].index(fills[2]) > upgrades[1].index(created[6])
+    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (4)"
+    assert upgrades[1][-1] == upgrades[2][-1] == upgrades[3][-1] == full[-1] == final
+    assert [s for s in upgrades[2] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills, final]
+    assert [s for s in upgrades[3] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills[2:], final]
 
 
 def test_chadmin010_the_cluster_fills_give_what_the_migrations_give(chdb_settings):
@@ -134,12 +153,12 @@ def test_chadmin010_the_cluster_fills_give_what_the_migrations_give(chdb_setting
     store.close()
 
 
-@pytest.mark.parametrize("value", ["0", "3", "x", "-1"])
+@pytest.mark.parametrize("value", ["0", "4", "x", "-1"])
 def test_chadmin007_cluster_upgrade_refuses_versions_it_cannot_start_from(capsys, value):
     with pytest.raises(SystemExit) as exit_info:
         main(["clickhouse-schema", "--cluster", "analytics", "--upgrade-from", value])
     assert exit_info.value.code == 2
-    assert "schema version from 1 to 2" in capsys.readouterr().err
+    assert "schema version from 1 to 3" in capsys.readouterr().err
 
 
 def test_chadmin008_upgrade_statements_are_for_clusters_only(capsys):
@@ -164,7 +183,7 @@ def test_chadmin009_on_a_cluster_an_older_schema_stops_the_store_naming_the_upgr
     with pytest.raises(ValueError) as refused:
         ClickHouseEventStore(client, database)
     message = str(refused.value)
-    assert "schema version 1" in message and "needs 3" in message
+    assert "schema version 1" in message and "needs 4" in message
     assert f"sitelens clickhouse-schema --cluster analytics --database {database} --upgrade-from 1" in message
     tables = {
         row[0] for row in client.query("SELECT name FROM system.tables WHERE database = currentDatabase()").result_rows

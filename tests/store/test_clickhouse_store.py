@@ -170,11 +170,11 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
         parameters={"db": chdb_database},
     ).result_rows
     assert dict(error_types) == types
-    assert store.schema_version == 3
+    assert store.schema_version == 4
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 3
-    assert store.query("SELECT count() FROM sitelens_schema") == [(3,)]
+    assert again.schema_version == 4
+    assert store.query("SELECT count() FROM sitelens_schema") == [(4,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):

@@ -31,7 +31,13 @@ from api_backend.query.sql import Query
 from api_backend.query.window import Window
 from api_backend.read.results import ResultCache
 from api_backend.settings import load_settings
-from api_backend.store.clickhouse_schema import SCHEMA_TABLE, session_states_sql, sessions_final_sql
+from api_backend.store.clickhouse_schema import (
+    MIGRATIONS,
+    SCHEMA_TABLE,
+    session_states_sql,
+    sessions_final_sql,
+    sessions_sql,
+)
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
@@ -50,6 +56,7 @@ from tests.support.clickhouse import SECRET, chdb_url, crash_before_position, dr
 COLUMNS = (
     "site_id, session_id, first_seen, last_seen, pageviews, events, user_value, users, entry_page, exit_page, channel, "
     + ", ".join(FIRST_SET_PARAMETERS)
+    + ", pathnames"
 )
 
 
@@ -92,10 +99,34 @@ def test_chfacts002_upgrading_a_database_fills_the_table_from_its_events(chdb_se
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 3
+    assert upgraded.schema_version == len(MIGRATIONS) == 4
     assert finished(upgraded) == duckdb_facts(rows)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(13), 20)]
     upgraded.append(rows_to_table(more))  # and the view keeps it from then on
+    assert finished(upgraded) == duckdb_facts(rows + more)
+    upgraded.close()
+
+
+def test_chfacts010_upgrading_to_version_4_gives_the_stored_sessions_their_paths(chdb_settings):
+    store, _ = open_event_store(chdb_settings)
+    rows = random_events(random.Random(16), 200)
+    store.append(rows_to_table(rows))
+    # What a database of schema version 3 looks like: the sessions table and its view as version 2 made them.
+    store.client.command("DROP VIEW sessions_mv SYNC")
+    store.client.command("DROP TABLE sessions SYNC")
+    for statement in sessions_sql():
+        store.client.command(statement)
+    store.client.command(f"DELETE FROM {SCHEMA_TABLE} WHERE version = 4", settings={"mutations_sync": 2})
+    columns = "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = 'sessions'"
+    assert ("pathnames",) not in store.query(columns)
+    store.close()
+
+    upgraded, _ = open_event_store(chdb_settings)
+    assert upgraded.schema_version == 4
+    assert finished(upgraded) == duckdb_facts(rows)
+    assert any(row[-1] for row in finished(upgraded))  # sessions with pageviews list their paths
+    more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(17), 20)]
+    upgraded.append(rows_to_table(more))  # the view replaced by the upgrade writes them
     assert finished(upgraded) == duckdb_facts(rows + more)
     upgraded.close()
 
@@ -199,17 +230,21 @@ def both_stores(chdb_client: Any, chdb_path: Path, tmp_path_factory: pytest.Temp
     drop_database(chdb_client, name)
 
 
-def _shared_reads(d: Dialect, scope: Scope, parameter: str) -> tuple[Query, Query]:
-    return build_overview_query(scope, d), build_metric_query(scope, parameter, 100, 0, d)
+def _shared_reads(d: Dialect, scope: Scope, parameter: str) -> tuple[Query, Query, Query]:
+    return (
+        build_overview_query(scope, d),
+        build_metric_query(scope, parameter, 100, 0, d),
+        build_metric_query(scope, "pathname", 100, 0, d),
+    )
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_events_on_both_stores(
     both_stores, seed
 ):
-    """The overview and the metric of a session-level parameter read whole sessions from the merged table on
-    ClickHouse too, for windows large enough or a table mostly merged: on random windows, zones and filters both of
-    the answers the narrowing picks from equal DuckDB's, and so does the one it picks."""
+    """The overview, the metric of a session-level parameter and the metric by pathname read whole sessions from
+    the merged table on ClickHouse too, for windows large enough or a table mostly merged: on random windows, zones
+    and filters both of the answers the narrowing picks from equal DuckDB's, and so does the one it picks."""
     chdb, duck = both_stores
     assert chdb.query("SELECT count() FROM sessions") > [(1500,)]  # partial rows in several parts
     rng = random.Random(7000 + seed)
@@ -219,6 +254,7 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
     by_events = (
         build_overview_events_query(scope, CLICKHOUSE),
         build_metric_events_query(scope, parameter, 100, 0, CLICKHOUSE),
+        build_metric_events_query(scope, "pathname", 100, 0, CLICKHOUSE),
     )
     on_duckdb = _shared_reads(DUCKDB, scope, parameter)
     for built, events, duckdb_query in zip(
