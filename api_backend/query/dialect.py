@@ -81,6 +81,9 @@ class Dialect:
     # than as strings. Not on DuckDB: testing each user's form there costs more than the grouping saves (the time
     # series of 10M events 693 -> 1,674 ms); its sessions table keeps both forms instead.
     split_users: bool = False
+    # Whether tables have ``rowid``, a row's position, by which a query can read a few rows' other columns after
+    # finding them by one column.
+    row_ids: bool = True
 
     # -- placeholders ---------------------------------------------------------------------------------------------
 
@@ -305,6 +308,7 @@ class ClickHouseDialect(Dialect):
     # On chdb the overview of 100M events 28.0 -> 23.1 s, its daily series 19.5 -> 16.5 s (10M: 959 -> 806 ms and
     # 870 -> 773 ms).
     split_users: bool = True
+    row_ids: bool = False
 
     def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
         """``$p0`` becomes ``{p0:Type}`` with the type of its bound value; naive datetimes are UTC."""

@@ -165,7 +165,7 @@ def sessions_relation(d: Dialect) -> str:
     merged = (
         "SELECT stored.site_id AS site_id, stored.session_id AS session_id, stored.first_seen AS first_seen, "
         "stored.last_seen AS last_seen, stored.pageviews AS pageviews, stored.pathnames AS pathnames, "
-        f"{finals} FROM sessions AS stored FINAL"
+        f"stored.users AS users, length(stored.users) AS users_count, {finals} FROM sessions AS stored FINAL"
     )
     users = f"{d.user_number('user_value')} AS user_number, {d.user_text('user_value')} AS user_text"
     return f"(SELECT *, {users} FROM ({merged}) AS merged) AS sessions"
@@ -192,7 +192,9 @@ def _merged_share() -> str:
     )
 
 
-def facts_where_cheaper(scope: Scope, facts: Query, events: Callable[[], Query], d: Dialect) -> Query:
+def facts_where_cheaper(
+    scope: Scope, facts: Query, events: Callable[[], Query], d: Dialect, *, when_merged: bool = True
+) -> Query:
     """``facts`` (whole sessions from the table), or on an engine that merges the table at read time the one of
     ``facts`` and ``events()`` (the event grouping; the same rows, built only there) that costs less for the
     window's size and the table's parts.
@@ -205,7 +207,8 @@ def facts_where_cheaper(scope: Scope, facts: Query, events: Callable[[], Query],
     events and the site's rows (both from the tables' indexes) and reads how merged the table is (the parts'
     metadata); it picks the table for a window over most of the site's data that is large or meets a mostly merged
     table. The result cache resolves the narrowing before it keys the answer (``read/results.py``): only a read of
-    the table needs its key to count the table.
+    the table needs its key to count the table. With ``when_merged=False`` the table is read for large windows only,
+    for a read that takes more from it than whole sessions' facts (the time series).
     """
     if not d.merged_sessions:
         return facts
@@ -219,7 +222,7 @@ def facts_where_cheaper(scope: Scope, facts: Query, events: Callable[[], Query],
 
     def choose(rows: list[dict[str, Any]]) -> Query:
         window_events, site_rows, merged = rows[0]["events"], rows[0]["sessions"], rows[0]["merged"]
-        worth = window_events >= FACTS_MIN_EVENTS or (merged or 0) >= MERGED_SHARE
+        worth = window_events >= FACTS_MIN_EVENTS or (when_merged and (merged or 0) >= MERGED_SHARE)
         return facts if worth and 2 * site_rows <= window_events else grouped
 
     return replace(grouped, narrowing=Narrowing(p.query(d.counting(sizes)), choose), reads_sessions=True)

@@ -43,6 +43,7 @@ from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter
 from tests.store.test_session_facts import (
+    BUCKETS,
     MEMBERS,
     START,
     VISITORS,
@@ -230,11 +231,12 @@ def both_stores(chdb_client: Any, chdb_path: Path, tmp_path_factory: pytest.Temp
     drop_database(chdb_client, name)
 
 
-def _shared_reads(d: Dialect, scope: Scope, parameter: str) -> tuple[Query, Query, Query]:
+def _shared_reads(d: Dialect, scope: Scope, parameter: str, bucket: str) -> tuple[Query, ...]:
     return (
         build_overview_query(scope, d),
         build_metric_query(scope, parameter, 100, 0, d),
         build_metric_query(scope, "pathname", 100, 0, d),
+        build_overview_series_query(scope, bucket, d),
     )
 
 
@@ -242,23 +244,26 @@ def _shared_reads(d: Dialect, scope: Scope, parameter: str) -> tuple[Query, Quer
 def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_events_on_both_stores(
     both_stores, seed
 ):
-    """The overview, the metric of a session-level parameter and the metric by pathname read whole sessions from
-    the merged table on ClickHouse too, for windows large enough or a table mostly merged: on random windows, zones
-    and filters both of the answers the narrowing picks from equal DuckDB's, and so does the one it picks."""
+    """The overview, the metric of a session-level parameter, the metric by pathname and the time series read whole
+    sessions from the merged table on ClickHouse too, for windows large enough or a table mostly merged: on random
+    windows, zones, buckets and filters both of the answers the narrowing picks from equal DuckDB's, and so does the
+    one it picks."""
     chdb, duck = both_stores
     assert chdb.query("SELECT count() FROM sessions") > [(1500,)]  # partial rows in several parts
     rng = random.Random(7000 + seed)
     scope = random_scope(rng, seed)
     parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
-    context = (parameter, scope)
+    bucket = rng.choice(BUCKETS)
+    context = (parameter, bucket, scope)
     by_events = (
         build_overview_events_query(scope, CLICKHOUSE),
         build_metric_events_query(scope, parameter, 100, 0, CLICKHOUSE),
         build_metric_events_query(scope, "pathname", 100, 0, CLICKHOUSE),
+        build_overview_series_events_query(scope, bucket, CLICKHOUSE),
     )
-    on_duckdb = _shared_reads(DUCKDB, scope, parameter)
+    on_duckdb = _shared_reads(DUCKDB, scope, parameter, bucket)
     for built, events, duckdb_query in zip(
-        _shared_reads(CLICKHOUSE, scope, parameter), by_events, on_duckdb, strict=True
+        _shared_reads(CLICKHOUSE, scope, parameter, bucket), by_events, on_duckdb, strict=True
     ):
         narrowing = built.narrowing
         assert built.reads_sessions and narrowing is not None
@@ -278,6 +283,8 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
     window = Window(START, START + timedelta(days=7), "UTC", mode="datetime")
     built = build_overview_query(Scope((1,), window), CLICKHOUSE)
     assert built.narrowing is not None and built == build_overview_events_query(Scope((1,), window), CLICKHOUSE)
+    series = build_overview_series_query(Scope((1,), window), "day", CLICKHOUSE)
+    assert series.narrowing is not None
     facts = "FROM sessions AS stored FINAL"
     for events, rows, merged, table in (
         (FACTS_MIN_EVENTS, FACTS_MIN_EVENTS // 2, 0.3, True),
@@ -289,6 +296,8 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
     ):
         row = {"events": events, "sessions": rows, "merged": merged}
         assert (facts in built.narrowing.then([row]).sql) == table, row
+        # The time series reads more of the table than whole sessions' facts: only for windows of many events.
+        assert (facts in series.narrowing.then([row]).sql) == (table and events >= FACTS_MIN_EVENTS), row
     # DuckDB's table needs no merge: it is read for any window.
     assert build_overview_query(Scope((1,), window), DUCKDB).narrowing is None
 
@@ -349,3 +358,30 @@ def test_chfacts009_the_cache_key_counts_the_table_only_when_the_read_picked_tak
         sent.clear()
         assert cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run) == got
         assert len(sent) == 2 and "FINAL" not in sent[0] + sent[1]
+
+
+def test_chfacts011_the_series_reads_the_table_through_the_cache_for_windows_of_many_events(chdb_store, monkeypatch):
+    """The time series takes whole sessions from the merged table only for windows of many events (its own rule):
+    through the result cache, with that size lowered, it reads the table and answers as the grouping and DuckDB do;
+    with the size out of reach it groups the events, however merged the table."""
+    rows = random_events(random.Random(42), 300)
+    chdb_store.append(rows_to_table(rows))
+    duck = DuckDBEventStore(":memory:")
+    duck.append(rows_to_table(rows))
+    scope = Scope((1,), Window(START, START + timedelta(days=20), "Europe/Berlin", mode="datetime"), ())
+    want = _answers(duck, DUCKDB, build_overview_series_events_query(scope, "day", DUCKDB))
+    assert sum(row["sessions"] for row in want) > 20
+    sent: list[str] = []
+
+    def run(query: Query) -> list[dict[str, Any]]:
+        sent.append(query.sql)
+        return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
+
+    for least, reads_table in ((1, True), (FACTS_MIN_EVENTS, False)):
+        monkeypatch.setattr(facts_module, "FACTS_MIN_EVENTS", least)
+        sent.clear()
+        got = ResultCache(CLICKHOUSE).run(
+            build_overview_series_query(scope, "day", CLICKHOUSE), (1,), scope.window, run
+        )
+        assert_same(got, want, least)
+        assert ("FROM sessions AS stored FINAL" in sent[-1]) == reads_table
