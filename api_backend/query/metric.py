@@ -11,13 +11,12 @@ Where the engine keeps per-session facts (``facts.py``), a session-level paramet
 from the ``sessions`` table and groups only the sessions crossing the window's edges from events;
 ``build_metric_events_query`` groups every in-window event, and both give the same rows. ``pathname`` reads the
 whole sessions' lists of distinct paths (``pathnames``, kept by both stores) the same way, so no (session, path)
-pair is grouped. The
-other parameters count the distinct (session, value) pairs of the events; with the table they pair a 64-bit hash
-of the session id instead of the id (a fixed-width key: half the time and memory of the string at 10M events), and
-the qualifying sessions and their total come from the table. That count is exact only while no two of the window's
-sessions share a hash, so the query also returns ``key_collisions`` (sessions minus distinct hashes over the
-qualifying sessions) and ``needs_exact_rerun`` tells the caller to run ``build_metric_events_query`` instead in that
-(rare) case.
+pair is grouped. The other parameters count the distinct (session, value) pairs of the events; with DuckDB's table
+they pair a 64-bit hash of the session id instead of the id (a fixed-width key: half the time and memory of the
+string at 10M events), and the qualifying sessions and their total come from the table. That count is exact only
+while no two of the window's sessions share a hash, so the query also returns ``key_collisions`` (sessions minus
+distinct hashes over the qualifying sessions) and ``needs_exact_rerun`` tells the caller to run
+``build_metric_events_query`` instead in that (rare) case.
 """
 
 from __future__ import annotations

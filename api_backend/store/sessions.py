@@ -40,8 +40,9 @@ batch's sessions are matched on ``(site_id, session_id)``, the stored ones updat
 (``build_sessions_upsert``). (No primary key: ``INSERT ... ON CONFLICT`` through its index measured 3-4 times
 slower, see ``bench/analysis.md``.)
 ClickHouse keeps it with a materialized view into an ``AggregatingMergeTree`` (``clickhouse_schema.py``), with
-``pathnames`` but without ``session_key``, ``user_number`` / ``user_text`` / ``users_count`` and ``goal_mask``: only
-DuckDB's reads use them. Its reads take the rows merged (``query.facts.sessions_relation``).
+``pathnames`` but without ``session_key`` and ``goal_mask`` (only DuckDB's reads use them). Its reads take the rows
+merged (``query.facts.sessions_relation``), which computes ``user_number``, ``user_text`` and ``users_count`` from
+the merged row instead of storing them.
 """
 
 from __future__ import annotations
