@@ -61,7 +61,7 @@ class Dialect:
     session_facts: bool = True
     # Whether reads needing only the columns every store's table keeps take whole sessions from it too
     # (``facts.sessions_relation``): the overview's numbers, the values of a session-level parameter, the sessions
-    # per page.
+    # per page, a page of sessions, a goal's conversions per value of a session-level parameter.
     shared_facts: bool = True
     # Whether the ``sessions`` table holds partial rows of a session that a read merges (``facts.sessions_relation``).
     merged_sessions: bool = False
@@ -255,6 +255,14 @@ class Dialect:
         particular order (empty when there are none)."""
         return f"coalesce(list(DISTINCT {expr}) FILTER (WHERE {where}), CAST([] AS VARCHAR[]))"
 
+    def list_has(self, array: str, value: str) -> str:
+        """True when the list ``array`` holds ``value``."""
+        return f"list_contains({array}, {value})"
+
+    def list_any(self, array: str, element: str, condition: str) -> str:
+        """True when ``condition`` (naming each element of the list ``array`` as ``element``) holds for one."""
+        return f"len(list_filter({array}, lambda {element}: {condition})) > 0"
+
 
 def _filter(where: str | None) -> str:
     return f" FILTER (WHERE {where})" if where else ""
@@ -294,7 +302,8 @@ class ClickHouseDialect(Dialect):
     # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view) without DuckDB's goal bits, user forms and
     # keys: the reads that need them group the events.
     session_facts: bool = False
-    # The others (the overview, a session-level parameter's values, the pages) read the table's rows merged with
+    # The others (the overview and its series, a session-level parameter's values, the paths, the pages of sessions
+    # and a goal's breakdown by a session-level parameter) read the table's rows merged with
     # ``FINAL``, which costs little where the older parts are merged and the newer ones hold newer sessions
     # (``facts.sessions_relation``).
     shared_facts: bool = True
@@ -421,6 +430,12 @@ class ClickHouseDialect(Dialect):
 
     def distinct_strings(self, expr: str, where: str) -> str:
         return f"groupUniqArrayIf(toString({expr}), {where})"
+
+    def list_has(self, array: str, value: str) -> str:
+        return f"has({array}, {value})"
+
+    def list_any(self, array: str, element: str, condition: str) -> str:
+        return f"arrayExists({element} -> {condition}, {array})"
 
 
 DUCKDB = Dialect()

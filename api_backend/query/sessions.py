@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.facts import edge_sessions, facts_answer, newest_ends, stored_span, whole_sessions
+from api_backend.query.facts import (
+    edge_sessions,
+    facts_answer,
+    facts_where_cheaper,
+    newest_ends,
+    stored_span,
+    whole_sessions,
+)
 from api_backend.query.filters import IDENTIFIED, session_channel, session_user, session_value
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
@@ -118,9 +125,11 @@ def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) 
     """Rows ``(total_count, session_id, session_end)``: one page of the window's sessions, newest end first.
 
     Where the engine keeps per-session facts (``facts.py``), a whole session's end is its stored ``last_seen`` and
-    only the sessions crossing the window's edges are grouped from events.
+    only the sessions crossing the window's edges are grouped from events. On a table merged at read time, where
+    that costs less (``facts.facts_where_cheaper``): on a merged chdb copy of the bench files, 330 -> 236 ms at 10M
+    events and 6.9 -> 1.8 s at 100M.
     """
-    if not facts_answer(scope, d):
+    if not facts_answer(scope, d, shared_columns=True):
         return build_session_page_events_query(scope, limit, offset, d)
     p = Params()
     # The edge sessions are grouped once; the whole ones are read twice rather than stored (24M ids at 100M
@@ -128,7 +137,8 @@ def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) 
     edge = d.cte("edge", edge_sessions(scope, ", max(timestamp) AS session_end", d, p), materialized=True)
     whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
     ends = f"{whole} UNION ALL SELECT session_id, session_end FROM edge"
-    return p.query(f"WITH {edge},\n" + _page_of(ends, limit, offset, d, p, materialized=False))
+    facts = p.query(f"WITH {edge},\n" + _page_of(ends, limit, offset, d, p, materialized=False))
+    return facts_where_cheaper(scope, facts, lambda: build_session_page_events_query(scope, limit, offset, d), d)
 
 
 def build_session_page_events_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:

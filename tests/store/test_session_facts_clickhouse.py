@@ -19,6 +19,7 @@ from api_backend.query import facts as facts_module
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.facts import FACTS_MIN_EVENTS, FIRST_SET_PARAMETERS, MERGED_SHARE
 from api_backend.query.filters import SESSION_PARAMETERS
+from api_backend.query.goals import GoalSpec, build_goal_breakdown_events_query, build_goal_breakdown_query
 from api_backend.query.metric import build_metric_events_query, build_metric_query
 from api_backend.query.overview import (
     build_overview_events_query,
@@ -27,6 +28,7 @@ from api_backend.query.overview import (
     build_overview_series_query,
 )
 from api_backend.query.scope import Scope, window_version_query
+from api_backend.query.sessions import build_session_page_events_query, build_session_page_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
 from api_backend.read.results import ResultCache
@@ -231,12 +233,40 @@ def both_stores(chdb_client: Any, chdb_path: Path, tmp_path_factory: pytest.Temp
     drop_database(chdb_client, name)
 
 
-def _shared_reads(d: Dialect, scope: Scope, parameter: str, bucket: str) -> tuple[Query, ...]:
+# Goals of every kind the table's columns answer: paths of each pattern form (its lists of paths), and events
+# (their matching events).
+_GOALS = (
+    GoalSpec(1, "path", {"pathPattern": "/pricing"}),
+    GoalSpec(2, "path", {"pathPattern": "/blog/*"}),
+    GoalSpec(3, "path", {"pathPattern": "/blog**"}),
+    GoalSpec(4, "path", {"pathPattern": "/*/a"}),
+    GoalSpec(5, "event", {"eventName": "signup"}),
+    GoalSpec(6, "event", {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}),
+)
+
+
+def _shared_reads(d: Dialect, scope: Scope, parameter: str, bucket: str, goal: GoalSpec) -> tuple[Query, ...]:
     return (
         build_overview_query(scope, d),
         build_metric_query(scope, parameter, 100, 0, d),
         build_metric_query(scope, "pathname", 100, 0, d),
         build_overview_series_query(scope, bucket, d),
+        build_session_page_query(scope, 25, 0, d),
+        build_session_page_query(scope, 10, 30, d),
+        build_goal_breakdown_query(scope, goal, parameter, d),
+    )
+
+
+def _event_reads(scope: Scope, parameter: str, bucket: str, goal: GoalSpec) -> tuple[Query, ...]:
+    """``_shared_reads`` on ClickHouse, each grouping the events."""
+    return (
+        build_overview_events_query(scope, CLICKHOUSE),
+        build_metric_events_query(scope, parameter, 100, 0, CLICKHOUSE),
+        build_metric_events_query(scope, "pathname", 100, 0, CLICKHOUSE),
+        build_overview_series_events_query(scope, bucket, CLICKHOUSE),
+        build_session_page_events_query(scope, 25, 0, CLICKHOUSE),
+        build_session_page_events_query(scope, 10, 30, CLICKHOUSE),
+        build_goal_breakdown_events_query(scope, goal, parameter, CLICKHOUSE),
     )
 
 
@@ -244,26 +274,22 @@ def _shared_reads(d: Dialect, scope: Scope, parameter: str, bucket: str) -> tupl
 def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_events_on_both_stores(
     both_stores, seed
 ):
-    """The overview, the metric of a session-level parameter, the metric by pathname and the time series read whole
-    sessions from the merged table on ClickHouse too, for windows large enough or a table mostly merged: on random
-    windows, zones, buckets and filters both of the answers the narrowing picks from equal DuckDB's, and so does the
-    one it picks."""
+    """The overview, the metric of a session-level parameter, the metric by pathname, the time series, pages of
+    sessions and a goal's breakdown by a session-level parameter read whole sessions from the merged table on
+    ClickHouse too, for windows large enough or a table mostly merged: on random windows, zones, buckets, goals and
+    filters both of the answers the narrowing picks from equal DuckDB's, and so does the one it picks."""
     chdb, duck = both_stores
     assert chdb.query("SELECT count() FROM sessions") > [(1500,)]  # partial rows in several parts
     rng = random.Random(7000 + seed)
     scope = random_scope(rng, seed)
     parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
     bucket = rng.choice(BUCKETS)
-    context = (parameter, bucket, scope)
-    by_events = (
-        build_overview_events_query(scope, CLICKHOUSE),
-        build_metric_events_query(scope, parameter, 100, 0, CLICKHOUSE),
-        build_metric_events_query(scope, "pathname", 100, 0, CLICKHOUSE),
-        build_overview_series_events_query(scope, bucket, CLICKHOUSE),
-    )
-    on_duckdb = _shared_reads(DUCKDB, scope, parameter, bucket)
+    goal = _GOALS[seed % len(_GOALS)]
+    context = (parameter, bucket, goal, scope)
+    by_events = _event_reads(scope, parameter, bucket, goal)
+    on_duckdb = _shared_reads(DUCKDB, scope, parameter, bucket, goal)
     for built, events, duckdb_query in zip(
-        _shared_reads(CLICKHOUSE, scope, parameter, bucket), by_events, on_duckdb, strict=True
+        _shared_reads(CLICKHOUSE, scope, parameter, bucket, goal), by_events, on_duckdb, strict=True
     ):
         narrowing = built.narrowing
         assert built.reads_sessions and narrowing is not None
@@ -285,6 +311,12 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
     assert built.narrowing is not None and built == build_overview_events_query(Scope((1,), window), CLICKHOUSE)
     series = build_overview_series_query(Scope((1,), window), "day", CLICKHOUSE)
     assert series.narrowing is not None
+    # The pages of sessions and a goal's breakdown by a session-level parameter follow the overview's rule.
+    goal = GoalSpec(1, "event", {"eventName": "signup"})
+    alike = (
+        build_session_page_query(Scope((1,), window), 25, 0, CLICKHOUSE),
+        build_goal_breakdown_query(Scope((1,), window), goal, "country", CLICKHOUSE),
+    )
     facts = "FROM sessions AS stored FINAL"
     for events, rows, merged, table in (
         (FACTS_MIN_EVENTS, FACTS_MIN_EVENTS // 2, 0.3, True),
@@ -296,6 +328,8 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
     ):
         row = {"events": events, "sessions": rows, "merged": merged}
         assert (facts in built.narrowing.then([row]).sql) == table, row
+        for query in alike:
+            assert query.narrowing is not None and (facts in query.narrowing.then([row]).sql) == table, row
         # The time series reads more of the table than whole sessions' facts: only for windows of many events.
         assert (facts in series.narrowing.then([row]).sql) == (table and events >= FACTS_MIN_EVENTS), row
     # DuckDB's table needs no merge: it is read for any window.
