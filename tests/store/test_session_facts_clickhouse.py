@@ -19,7 +19,13 @@ from api_backend.query import facts as facts_module
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.facts import FACTS_MIN_EVENTS, FIRST_SET_PARAMETERS, MERGED_SHARE
 from api_backend.query.filters import SESSION_PARAMETERS
-from api_backend.query.goals import GoalSpec, build_goal_breakdown_events_query, build_goal_breakdown_query
+from api_backend.query.goals import (
+    GoalSpec,
+    build_goal_breakdown_events_query,
+    build_goal_breakdown_query,
+    build_goals_events_query,
+    build_goals_query,
+)
 from api_backend.query.metric import build_metric_events_query, build_metric_query
 from api_backend.query.overview import (
     build_overview_events_query,
@@ -254,6 +260,10 @@ def _shared_reads(d: Dialect, scope: Scope, parameter: str, bucket: str, goal: G
         build_session_page_query(scope, 25, 0, d),
         build_session_page_query(scope, 10, 30, d),
         build_goal_breakdown_query(scope, goal, parameter, d),
+        build_goals_query(scope, _GOALS, d),
+        build_goals_query(scope, [goal, *_GOALS[:1]], d),
+        build_goals_query(scope, [], d),
+        build_goals_query(scope, _GOALS * 11, d),  # more goals than one mask holds
     )
 
 
@@ -267,6 +277,10 @@ def _event_reads(scope: Scope, parameter: str, bucket: str, goal: GoalSpec) -> t
         build_session_page_events_query(scope, 25, 0, CLICKHOUSE),
         build_session_page_events_query(scope, 10, 30, CLICKHOUSE),
         build_goal_breakdown_events_query(scope, goal, parameter, CLICKHOUSE),
+        build_goals_events_query(scope, _GOALS, CLICKHOUSE),
+        build_goals_events_query(scope, [goal, *_GOALS[:1]], CLICKHOUSE),
+        build_goals_events_query(scope, [], CLICKHOUSE),
+        build_goals_events_query(scope, _GOALS * 11, CLICKHOUSE),
     )
 
 
@@ -275,9 +289,9 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
     both_stores, seed
 ):
     """The overview, the metric of a session-level parameter, the metric by pathname, the time series, pages of
-    sessions and a goal's breakdown by a session-level parameter read whole sessions from the merged table on
-    ClickHouse too, for windows large enough or a table mostly merged: on random windows, zones, buckets, goals and
-    filters both of the answers the narrowing picks from equal DuckDB's, and so does the one it picks."""
+    sessions, a goal's breakdown by a session-level parameter and the goals list read whole sessions from the merged
+    table on ClickHouse too, for windows large enough or a table mostly merged: on random windows, zones, buckets,
+    goals and filters both of the answers the narrowing picks from equal DuckDB's, and so does the one it picks."""
     chdb, duck = both_stores
     assert chdb.query("SELECT count() FROM sessions") > [(1500,)]  # partial rows in several parts
     rng = random.Random(7000 + seed)
@@ -317,6 +331,7 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
         build_session_page_query(Scope((1,), window), 25, 0, CLICKHOUSE),
         build_goal_breakdown_query(Scope((1,), window), goal, "country", CLICKHOUSE),
     )
+    goals_list = build_goals_query(Scope((1,), window), [goal], CLICKHOUSE)
     facts = "FROM sessions AS stored FINAL"
     for events, rows, merged, table in (
         (FACTS_MIN_EVENTS, FACTS_MIN_EVENTS // 2, 0.3, True),
@@ -330,8 +345,11 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
         assert (facts in built.narrowing.then([row]).sql) == table, row
         for query in alike:
             assert query.narrowing is not None and (facts in query.narrowing.then([row]).sql) == table, row
-        # The time series reads more of the table than whole sessions' facts: only for windows of many events.
-        assert (facts in series.narrowing.then([row]).sql) == (table and events >= FACTS_MIN_EVENTS), row
+        # The time series and the goals list read more of the table than whole sessions' facts (the goals list
+        # joins the sessions' matching events to it): only for windows of many events.
+        for query in (series, goals_list):
+            assert query.narrowing is not None
+            assert (facts in query.narrowing.then([row]).sql) == (table and events >= FACTS_MIN_EVENTS), row
     # DuckDB's table needs no merge: it is read for any window.
     assert build_overview_query(Scope((1,), window), DUCKDB).narrowing is None
 
