@@ -250,6 +250,11 @@ class Dialect:
         hint = "" if materialized is None else ("MATERIALIZED " if materialized else "NOT MATERIALIZED ")
         return f"{name} AS {hint}({body})"
 
+    def reused_cte(self, name: str, body: str) -> str:
+        """A CTE read more than once, small enough to keep: computed once where the engine would run it again at each
+        reference (ClickHouse); elsewhere the engine decides."""
+        return self.cte(name, body)
+
     def unnest_strings(self, array: str) -> str:
         """One row per element of the list of strings ``array`` (a placeholder or a column)."""
         return f"unnest(CAST({array} AS VARCHAR[]))"
@@ -441,6 +446,9 @@ class ClickHouseDialect(Dialect):
         # ClickHouse inlines a CTE at every reference, running it again each time, unless it is MATERIALIZED (with
         # ``enable_materialized_cte``, which the store sets where the server has it; see ``store/clickhouse.py``).
         return f"{name} AS {'MATERIALIZED ' if materialized else ''}({body})"
+
+    def reused_cte(self, name: str, body: str) -> str:
+        return self.cte(name, body, materialized=True)
 
     def unnest_strings(self, array: str) -> str:
         return f"arrayJoin({array})"
