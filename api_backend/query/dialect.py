@@ -61,7 +61,7 @@ class Dialect:
     session_facts: bool = True
     # Whether reads needing only the columns every store's table keeps take whole sessions from it too
     # (``facts.sessions_relation``): the overview's numbers, the values of a session-level parameter, the sessions
-    # per page, a page of sessions, a goal's conversions per value of a session-level parameter.
+    # per pathname, a page of the sessions list, a goal's conversions per value of a session-level parameter.
     shared_facts: bool = True
     # Whether the ``sessions`` table holds partial rows of a session that a read merges (``facts.sessions_relation``).
     merged_sessions: bool = False

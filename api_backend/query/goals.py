@@ -319,9 +319,9 @@ def _cheap_condition(goal: GoalSpec, d: Dialect, p: Params) -> str:
 
 def build_goals_listed_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
     """``build_goals_query`` taking the whole sessions from the ``sessions`` table. A path goal is tested on each
-    one's list of paths; the other goals on the bits of its matching in-window events (custom events, clicks: far
-    fewer than pageviews), grouped by session once and joined to the whole sessions. Only the edge sessions are
-    grouped from their in-window events. Needs only the columns every store's table keeps."""
+    one's list of paths; the other goals on the bits of the session's in-window events that match them (custom
+    events, clicks: far fewer than pageviews), grouped by session once and joined to the whole sessions. Only the
+    edge sessions are grouped from their in-window events. Needs only the columns every store's table keeps."""
     p = Params()
     whole = whole_sessions(scope, "session_id, pathnames", d, p)
     # The other goals' bits, at their places in ``_goal_masks``' masks (a path goal's stay 0).

@@ -89,6 +89,18 @@ VISITORS = (
 MEMBERS = (*(f"member-{n}" for n in range(5)), "0123456789abcdef", "00000000000000ff", "7fffffffffffffff")
 
 
+# Every kind of path pattern (the table's path lists answer them) and event goals, over ``random_events``' pages and
+# events.
+GOALS = (
+    GoalSpec(1, "path", {"pathPattern": "/pricing"}),
+    GoalSpec(2, "path", {"pathPattern": "/blog/*"}),
+    GoalSpec(5, "path", {"pathPattern": "/blog**"}),
+    GoalSpec(6, "path", {"pathPattern": "/*/a"}),
+    GoalSpec(3, "event", {"eventName": "signup"}),
+    GoalSpec(4, "event", {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}),
+)
+
+
 def random_events(rng: random.Random, sessions: int) -> list[dict[str, Any]]:
     """Sessions of 1-8 events with gaps up to 50 minutes, so some cross midnight, zone changes and window edges.
 
@@ -382,16 +394,7 @@ def test_facts015_goal_sessions_from_the_table_equal_the_event_grouping(seeded, 
     store, _ = seeded
     rng = random.Random(4000 + seed)
     scope = random_scope(rng, seed)
-    # Every kind of path pattern (the table's path lists answer them) and event goals, in turn.
-    goals = [
-        GoalSpec(1, "path", {"pathPattern": "/pricing"}),
-        GoalSpec(2, "path", {"pathPattern": "/blog/*"}),
-        GoalSpec(5, "path", {"pathPattern": "/blog**"}),
-        GoalSpec(6, "path", {"pathPattern": "/*/a"}),
-        GoalSpec(3, "event", {"eventName": "signup"}),
-        GoalSpec(4, "event", {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}),
-    ]
-    goal = goals[seed % len(goals)]
+    goal = GOALS[seed % len(GOALS)]
     limit, offset = rng.choice([(25, 0), (10, 10), (100, 0), (5, 300)])
     facts = build_goal_sessions_query(scope, goal, limit, offset, DUCKDB)
     events = build_goal_sessions_events_query(scope, goal, limit, offset, DUCKDB)

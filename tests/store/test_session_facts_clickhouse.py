@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter
 from tests.store.test_session_facts import (
     BUCKETS,
+    GOALS,
     MEMBERS,
     START,
     VISITORS,
@@ -239,49 +240,24 @@ def both_stores(chdb_client: Any, chdb_path: Path, tmp_path_factory: pytest.Temp
     drop_database(chdb_client, name)
 
 
-# Goals of every kind the table's columns answer: paths of each pattern form (its lists of paths), and events
-# (their matching events).
-_GOALS = (
-    GoalSpec(1, "path", {"pathPattern": "/pricing"}),
-    GoalSpec(2, "path", {"pathPattern": "/blog/*"}),
-    GoalSpec(3, "path", {"pathPattern": "/blog**"}),
-    GoalSpec(4, "path", {"pathPattern": "/*/a"}),
-    GoalSpec(5, "event", {"eventName": "signup"}),
-    GoalSpec(6, "event", {"eventName": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}),
-)
+# A read's builder, the builder of its form grouping the events, and their arguments before the dialect.
+Read = tuple[Callable[..., Query], Callable[..., Query], tuple[Any, ...]]
 
 
-def _shared_reads(d: Dialect, scope: Scope, parameter: str, bucket: str, goal: GoalSpec) -> tuple[Query, ...]:
-    return (
-        build_overview_query(scope, d),
-        build_metric_query(scope, parameter, 100, 0, d),
-        build_metric_query(scope, "pathname", 100, 0, d),
-        build_overview_series_query(scope, bucket, d),
-        build_session_page_query(scope, 25, 0, d),
-        build_session_page_query(scope, 10, 30, d),
-        build_goal_breakdown_query(scope, goal, parameter, d),
-        build_goals_query(scope, _GOALS, d),
-        build_goals_query(scope, [goal, *_GOALS[:1]], d),
-        build_goals_query(scope, [], d),
-        build_goals_query(scope, _GOALS * 11, d),  # more goals than one mask holds
-    )
-
-
-def _event_reads(scope: Scope, parameter: str, bucket: str, goal: GoalSpec) -> tuple[Query, ...]:
-    """``_shared_reads`` on ClickHouse, each grouping the events."""
-    return (
-        build_overview_events_query(scope, CLICKHOUSE),
-        build_metric_events_query(scope, parameter, 100, 0, CLICKHOUSE),
-        build_metric_events_query(scope, "pathname", 100, 0, CLICKHOUSE),
-        build_overview_series_events_query(scope, bucket, CLICKHOUSE),
-        build_session_page_events_query(scope, 25, 0, CLICKHOUSE),
-        build_session_page_events_query(scope, 10, 30, CLICKHOUSE),
-        build_goal_breakdown_events_query(scope, goal, parameter, CLICKHOUSE),
-        build_goals_events_query(scope, _GOALS, CLICKHOUSE),
-        build_goals_events_query(scope, [goal, *_GOALS[:1]], CLICKHOUSE),
-        build_goals_events_query(scope, [], CLICKHOUSE),
-        build_goals_events_query(scope, _GOALS * 11, CLICKHOUSE),
-    )
+def _shared_reads(scope: Scope, parameter: str, bucket: str, goal: GoalSpec) -> list[Read]:
+    reads: list[Read] = [
+        (build_overview_query, build_overview_events_query, (scope,)),
+        (build_metric_query, build_metric_events_query, (scope, parameter, 100, 0)),
+        (build_metric_query, build_metric_events_query, (scope, "pathname", 100, 0)),
+        (build_overview_series_query, build_overview_series_events_query, (scope, bucket)),
+        (build_session_page_query, build_session_page_events_query, (scope, 25, 0)),
+        (build_session_page_query, build_session_page_events_query, (scope, 10, 30)),
+        (build_goal_breakdown_query, build_goal_breakdown_events_query, (scope, goal, parameter)),
+    ]
+    # The goals list of several goals, none, and more than one mask holds.
+    for goals in (GOALS, [goal, *GOALS[:1]], [], GOALS * 11):
+        reads.append((build_goals_query, build_goals_events_query, (scope, goals)))
+    return reads
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -298,13 +274,14 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
     scope = random_scope(rng, seed)
     parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
     bucket = rng.choice(BUCKETS)
-    goal = _GOALS[seed % len(_GOALS)]
+    goal = GOALS[seed % len(GOALS)]
     context = (parameter, bucket, goal, scope)
-    by_events = _event_reads(scope, parameter, bucket, goal)
-    on_duckdb = _shared_reads(DUCKDB, scope, parameter, bucket, goal)
-    for built, events, duckdb_query in zip(
-        _shared_reads(CLICKHOUSE, scope, parameter, bucket, goal), by_events, on_duckdb, strict=True
-    ):
+    for builder, events_builder, args in _shared_reads(scope, parameter, bucket, goal):
+        built, events, duckdb_query = (
+            builder(*args, CLICKHOUSE),
+            events_builder(*args, CLICKHOUSE),
+            builder(*args, DUCKDB),
+        )
         narrowing = built.narrowing
         assert built.reads_sessions and narrowing is not None
         facts = narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
