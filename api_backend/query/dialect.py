@@ -88,6 +88,10 @@ class Dialect:
     # joining each step's rows to the sessions of the step before (``query/funnels.py``). Not on DuckDB: at 100M
     # events 2.5 -> 3.5 s (10M: 187 -> 219 ms).
     funnel_lists: bool = False
+    # Whether a read keeps a CTE of millions of rows it reads more than once (``MATERIALIZED``) rather than reading
+    # the table again at each reference. Not on DuckDB, which reads a page's candidates again by their ends alone
+    # (``facts.newest_ends``) instead of keeping 6.4M converted sessions' ids at 100M events.
+    keeps_large_ctes: bool = False
 
     # -- placeholders ---------------------------------------------------------------------------------------------
 
@@ -340,6 +344,7 @@ class ClickHouseDialect(Dialect):
     # Its joins grouped each step's rows again: on merged chdb copies of the bench files 606 -> 220 ms at 10M events,
     # 6.3 -> 2.3 s at 100M.
     funnel_lists: bool = True
+    keeps_large_ctes: bool = True
 
     def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
         """``$p0`` becomes ``{p0:Type}`` with the type of its bound value; naive datetimes are UTC."""

@@ -453,11 +453,14 @@ def build_matching_values_query(values: Sequence[str], filters: Sequence[Filter]
 def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect) -> Query:
     """The converted sessions, newest ``session_end`` first, with ``total_count`` (one row even past the end).
 
-    ClickHouse groups the events: on merged chdb copies of the bench files, reading its table's whole sessions took
-    713 against 630 ms at 10M events for a common path goal, and at 100M 5.5 against 6.5 s for it but 7.6 against
-    7.5 s for a wildcard path goal (``bench/analysis.md``).
+    Whole sessions come from the ``sessions`` table where the engine keeps it (on a table merged at read time, where
+    that costs less: ``facts.facts_where_cheaper``; on merged chdb copies of the bench files, for a common path goal
+    604 -> 372 ms at 10M events and 7.0 -> 2.2 s at 100M).
     """
-    return _goal_sessions_query(scope, goal, limit, offset, d, facts=facts_answer(scope, d))
+    events = partial(build_goal_sessions_events_query, scope, goal, limit, offset, d)
+    if not facts_answer(scope, d, shared_columns=True):
+        return events()
+    return facts_where_cheaper(scope, _goal_sessions_query(scope, goal, limit, offset, d, facts=True), events, d)
 
 
 def build_goal_sessions_events_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect) -> Query:
@@ -526,18 +529,21 @@ def _goal_sessions_query(
             whole = f"SELECT {columns} FROM ({whole_sessions(scope, f'{spans}, {column}', d, p)}) AS w WHERE {listed}"
             hit = f"{edge_spans}, {d.bool_or(condition)} AS hit"
             edge = f"SELECT {columns} FROM ({edge_sessions(scope, hit, d, p)}) AS e WHERE hit"
-            # The edge sessions are grouped once and kept; the whole ones are read where used rather than stored
-            # (6.4M converted sessions at 100M events): the count reads none of their ids, and the page is taken
-            # among the sessions ending no earlier than the newest ``offset + limit`` ends, found from the ends
-            # alone (goal sessions at 100M events 627 -> 301 ms).
-            cut, candidates = newest_ends("conv", offset + limit, p)
-            ctes = ",\n".join(
-                [
-                    d.cte("edge_conv", edge, materialized=True),
-                    d.cte("conv", f"{whole} UNION ALL SELECT {columns} FROM edge_conv", materialized=False),
-                    cut,
-                ]
-            )
+            # The edge sessions are grouped once and kept. On DuckDB the whole ones are read where used rather than
+            # stored (6.4M converted sessions at 100M events): the count reads none of their ids, and the page is
+            # taken among the sessions ending no earlier than the newest ``offset + limit`` ends, found from the
+            # ends alone (goal sessions at 100M events 627 -> 301 ms). ClickHouse would merge the table again at
+            # each read: it keeps them (``Dialect.keeps_large_ctes``; at 100M events 8.3 -> 5.6 s) and takes the page
+            # by a plain top-N over them rather than after the cut (4.5 -> 2.3 s).
+            kept_ctes = [d.cte("edge_conv", edge, materialized=True)]
+            union = f"{whole} UNION ALL SELECT {columns} FROM edge_conv"
+            if d.keeps_large_ctes:
+                kept_ctes.append(d.cte("conv", union, materialized=True))
+                candidates = "conv"
+            else:
+                cut, candidates = newest_ends("conv", offset + limit, p)
+                kept_ctes += [d.cte("conv", union, materialized=False), cut]
+            ctes = ",\n".join(kept_ctes)
         else:
             # Kept, so the events are searched for the matching ones once.
             window = window_condition(scope.site_ids, scope.window, p)
@@ -547,9 +553,13 @@ def _goal_sessions_query(
             spanned = f"{whole} UNION ALL SELECT {columns} FROM ({edge}) AS e"
             converted = f"SELECT * FROM ({spanned}) AS q WHERE session_id IN ({hits})"
             ctes, candidates = d.cte("conv", converted, materialized=True), "conv"
-        # The page's rows are read from its earliest session start on, not from the window's.
-        kept, page_columns = ", session_start AS page_start", "page_session, page_start"
-        rows += " AND timestamp >= coalesce((SELECT min(page_start) FROM page), TIMESTAMP '0001-01-01')"
+        # On DuckDB the page's rows are read from its earliest session start on, not from the window's. ClickHouse
+        # finds them by their ids as fast without the bound, which cost it 1.1 s at 100M events.
+        if d.keeps_large_ctes:
+            kept, page_columns = "", "page_session"
+        else:
+            kept, page_columns = ", session_start AS page_start", "page_session, page_start"
+            rows += " AND timestamp >= coalesce((SELECT min(page_start) FROM page), TIMESTAMP '0001-01-01')"
     else:
         if scope.row_filters:
             converted = session_groups(scope, ", max(timestamp) AS session_end", d, p, d.bool_or(condition))

@@ -303,8 +303,8 @@ def test_facts010_sessions_sharing_a_hashed_key_are_detected_so_the_exact_query_
 
 def test_facts011_engines_without_the_table_and_row_filters_group_events():
     """ClickHouse's table keeps only the columns both stores share: page titles, event and property values group
-    events there, a session-level parameter's values, the paths, pages of sessions and a goal's breakdown by a
-    session-level parameter come from the table (``test_session_facts_clickhouse.py``)."""
+    events there, a session-level parameter's values, the paths, pages of sessions, a goal's sessions and its
+    breakdown by a session-level parameter come from the table (``test_session_facts_clickhouse.py``)."""
     window = Window(START, START + timedelta(days=7), "UTC", mode="datetime")
     for parameter in ("page_title", "event_name", "prop:plan"):
         built = build_metric_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
@@ -315,16 +315,14 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
         assert shared.narrowing is not None
         picked = shared.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
         assert "FROM sessions" in picked.sql
-    # A goal's sessions, and its breakdown by a parameter of events, group the events there; its breakdown by a
-    # session-level parameter picks between the table and the grouping as the overview does.
+    # A goal's breakdown by a parameter of events groups the events there; its breakdown by a session-level
+    # parameter, its sessions and the pages of sessions pick between the table and the grouping as the overview does.
     whole_week, goal = Scope((1,), window), GoalSpec(1, "path", {"pathPattern": "/pricing"})
-    goal_sessions = build_goal_sessions_query(whole_week, goal, 25, 0, CLICKHOUSE)
-    assert goal_sessions == build_goal_sessions_events_query(whole_week, goal, 25, 0, CLICKHOUSE)
-    assert goal_sessions.narrowing is None
     by_page = build_goal_breakdown_query(whole_week, goal, "pathname", CLICKHOUSE)
     assert by_page == build_goal_breakdown_events_query(whole_week, goal, "pathname", CLICKHOUSE)
     for shared in (
         build_goal_breakdown_query(whole_week, goal, "channel", CLICKHOUSE),
+        build_goal_sessions_query(whole_week, goal, 25, 0, CLICKHOUSE),
         build_session_page_query(whole_week, 25, 0, CLICKHOUSE),
     ):
         assert shared.narrowing is not None
@@ -338,6 +336,9 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
     # Row filters group the events on either store.
     for d in (DUCKDB, CLICKHOUSE):
         assert build_session_page_query(scope, 25, 0, d) == build_session_page_events_query(scope, 25, 0, d)
+        assert build_goal_sessions_query(scope, goal, 25, 0, d) == build_goal_sessions_events_query(
+            scope, goal, 25, 0, d
+        )
         assert build_goal_breakdown_query(scope, goal, "channel", d) == build_goal_breakdown_events_query(
             scope, goal, "channel", d
         )

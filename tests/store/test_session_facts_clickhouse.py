@@ -23,6 +23,8 @@ from api_backend.query.goals import (
     GoalSpec,
     build_goal_breakdown_events_query,
     build_goal_breakdown_query,
+    build_goal_sessions_events_query,
+    build_goal_sessions_query,
     build_goals_events_query,
     build_goals_query,
 )
@@ -253,6 +255,8 @@ def _shared_reads(scope: Scope, parameter: str, bucket: str, goal: GoalSpec) -> 
         (build_session_page_query, build_session_page_events_query, (scope, 25, 0)),
         (build_session_page_query, build_session_page_events_query, (scope, 10, 30)),
         (build_goal_breakdown_query, build_goal_breakdown_events_query, (scope, goal, parameter)),
+        (build_goal_sessions_query, build_goal_sessions_events_query, (scope, goal, 25, 0)),
+        (build_goal_sessions_query, build_goal_sessions_events_query, (scope, goal, 10, 20)),
     ]
     # The goals list of several goals, none, and more than one mask holds.
     for goals in (GOALS, [goal, *GOALS[:1]], [], GOALS * 11):
@@ -265,9 +269,10 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
     both_stores, seed
 ):
     """The overview, the metric of a session-level parameter, the metric by pathname, the time series, pages of
-    sessions, a goal's breakdown by a session-level parameter and the goals list read whole sessions from the merged
-    table on ClickHouse too, for windows large enough or a table mostly merged: on random windows, zones, buckets,
-    goals and filters both of the answers the narrowing picks from equal DuckDB's, and so does the one it picks."""
+    sessions, a goal's breakdown by a session-level parameter and its sessions, and the goals list read whole
+    sessions from the merged table on ClickHouse too, for windows large enough or a table mostly merged: on random
+    windows, zones, buckets, goals and filters both of the answers the narrowing picks from equal DuckDB's, and so
+    does the one it picks."""
     chdb, duck = both_stores
     assert chdb.query("SELECT count() FROM sessions") > [(1500,)]  # partial rows in several parts
     rng = random.Random(7000 + seed)
@@ -302,11 +307,13 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
     assert built.narrowing is not None and built == build_overview_events_query(Scope((1,), window), CLICKHOUSE)
     series = build_overview_series_query(Scope((1,), window), "day", CLICKHOUSE)
     assert series.narrowing is not None
-    # The pages of sessions and a goal's breakdown by a session-level parameter follow the overview's rule.
+    # The pages of sessions, a goal's sessions and its breakdown by a session-level parameter follow the overview's
+    # rule.
     goal = GoalSpec(1, "event", {"eventName": "signup"})
     alike = (
         build_session_page_query(Scope((1,), window), 25, 0, CLICKHOUSE),
         build_goal_breakdown_query(Scope((1,), window), goal, "country", CLICKHOUSE),
+        build_goal_sessions_query(Scope((1,), window), goal, 25, 0, CLICKHOUSE),
     )
     goals_list = build_goals_query(Scope((1,), window), [goal], CLICKHOUSE)
     facts = "FROM sessions AS stored FINAL"
