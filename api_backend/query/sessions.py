@@ -110,7 +110,9 @@ def _page_of(sessions: str, limit: int, offset: int, d: Dialect, p: Params, *, m
     page.
     """
     ctes, candidates = d.cte("ss", sessions, materialized=materialized), "ss"
-    if not materialized:
+    # Where the table is merged at read time its read takes every id anyway (``FINAL`` merges by them): the cut
+    # would add a third read of it (the sessions list at 100M events on chdb 1.86 -> 1.49 s without it).
+    if not materialized and not d.merged_sessions:
         cut, candidates = newest_ends("ss", offset + limit, p)
         ctes += f",\n{cut}"
     return f"""{ctes},
