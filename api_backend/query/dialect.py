@@ -89,8 +89,9 @@ class Dialect:
     # events 2.5 -> 3.5 s (10M: 187 -> 219 ms).
     funnel_lists: bool = False
     # Whether a read keeps a CTE of millions of rows it reads more than once (``MATERIALIZED``) rather than reading
-    # the table again at each reference. Not on DuckDB, which reads a page's candidates again by their ends alone
-    # (``facts.newest_ends``) instead of keeping 6.4M converted sessions' ids at 100M events.
+    # the table again at each reference, and then finds a page's rows by their sessions' ids alone. Not on DuckDB,
+    # which reads a page's candidates again by their ends alone (``facts.newest_ends``) instead of keeping 6.4M
+    # converted sessions' ids at 100M events, and bounds the page's rows by its earliest start.
     keeps_large_ctes: bool = False
 
     # -- placeholders ---------------------------------------------------------------------------------------------
