@@ -324,7 +324,8 @@ def build_goals_listed_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect
     edge sessions are grouped from their in-window events. Needs only the columns every store's table keeps."""
     p = Params()
     whole = whole_sessions(scope, "session_id, pathnames", d, p)
-    # The other goals' bits, at their places in ``_goal_masks``' masks (a path goal's stay 0).
+    # The other goals' bits, at their places in ``_goal_masks``' masks (a path goal's stay 0: with its test in the
+    # masks the grouping also reads the paths, 793 -> 922 ms at 10M events).
     others = [
         [(i % MASK_BITS, g) for i, g in enumerate(goals[first : first + MASK_BITS], first) if g.goal_type != "path"]
         for first in range(0, len(goals), MASK_BITS)
