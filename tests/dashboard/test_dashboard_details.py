@@ -3,20 +3,19 @@ and a warning before leaving settings with unsaved changes."""
 
 from __future__ import annotations
 
-from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
-from tests.support.dashboard import click, screenshots, settled, sign_in
+from tests.support.dashboard import click, found_now, screenshots, settled, sign_in
 
 SITE_PAGES = ("/goals", "/goal-sessions", "/channels", "/errors", "/usage", "/settings")
 
 
 def visible(dash_duo, selector: str) -> list:
-    return [e for e in dash_duo.driver.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
+    return found_now(dash_duo, selector, displayed=True)
 
 
 def test_dash_details001_sign_in_shows_the_logo_once(dash_duo, services, api_base, output_dir):

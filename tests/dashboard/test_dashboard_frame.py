@@ -8,12 +8,11 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.common.by import By
 
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import PASSWORD, free_port, make_account, make_site, wait_until
-from tests.support.dashboard import click, sign_in
+from tests.support.dashboard import click, found_now, settled, sign_in
 
 
 def test_dash_frame001_sign_in_pick_site_sign_out(dash_duo, services, api_base, output_dir):
@@ -182,5 +181,6 @@ def test_dash_frame005_someone_elses_site_is_not_shown(dash_duo, services, api_b
     dash_duo.driver.get(f"{dash_duo.server_url}/goals?site={site.site_id}")
     # One message instead of the page (no second box in the strip, no controls around it).
     dash_duo.wait_for_contains_text("#site-not-found", "Site not found", timeout=10)
-    assert dash_duo.driver.find_elements(By.CSS_SELECTOR, "#frame-overview-body, #goals-body") == []
+    settled(dash_duo)
+    assert found_now(dash_duo, "#frame-overview-body, #goals-body") == []
     assert "shop.example.com" not in dash_duo.find_element("body").text

@@ -15,7 +15,7 @@ from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site, wait_until
-from tests.support.dashboard import callback_round_trips, click, screenshots, settled, sign_in
+from tests.support.dashboard import callback_round_trips, click, found_now, screenshots, settled, sign_in
 
 TYPE_ERROR = "Cannot read properties of undefined (reading 'price')"
 HOSTILE = '<script>alert("x")</script> is not defined'
@@ -104,7 +104,7 @@ def test_dash_errors001_groups_open_stack_and_bucket(dash_duo, services, api_bas
     # The hostile message is shown as the characters it is, and no script element came from it.
     assert second.find_element(By.CSS_SELECTOR, ".error-message").text == HOSTILE
     assert second.find_element(By.CSS_SELECTOR, ".error-group-count").text == str(occurrences[HOSTILE])
-    assert dash_duo.driver.find_elements(By.CSS_SELECTOR, ".error-message script") == []
+    assert found_now(dash_duo, ".error-message script") == []
     # Each group has a sparkline (loaded once the list is shown): one bar per day of the 7-day range.
     bars = wait_until(
         lambda: (found := first.find_elements(By.CSS_SELECTOR, ".spark-bar")) and len(found) == 7 and found
@@ -119,7 +119,7 @@ def test_dash_errors001_groups_open_stack_and_bucket(dash_duo, services, api_bas
     stacks = dash_duo.driver.find_elements(By.CSS_SELECTOR, "pre.stack-trace")
     assert len(stacks) == occurrences[HOSTILE]
     assert stacks[0].text == HOSTILE_STACK
-    assert dash_duo.driver.find_elements(By.CSS_SELECTOR, "pre.stack-trace b") == []
+    assert found_now(dash_duo, "pre.stack-trace b") == []
     times = [e.text for e in dash_duo.driver.find_elements(By.CSS_SELECTOR, ".occurrence-time")]
     # 22:31 and 22:30 UTC on 6 March are 23:31 and 23:30 in Berlin (CET), newest first.
     assert times == ["2026-03-06 23:31:00 CET", "2026-03-06 23:30:00 CET"]

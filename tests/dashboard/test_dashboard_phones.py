@@ -22,7 +22,7 @@ from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site, wait_until
-from tests.support.dashboard import click, settled, sign_in
+from tests.support.dashboard import click, found_now, settled, sign_in
 from tests.support.dashboard_data import demo_rows
 
 PHONE, DESKTOP = 390, 1440
@@ -148,7 +148,7 @@ def assert_fits(dash_duo, what: str) -> None:
 
 
 def shown(dash_duo, selector: str) -> list:
-    return [e for e in dash_duo.driver.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
+    return found_now(dash_duo, selector, displayed=True)
 
 
 def inside_window(dash_duo, element) -> bool:
@@ -195,7 +195,7 @@ def check_navigation(dash_duo, width: int, signed_in: bool, site: bool, name: st
 
 def check_controls(dash_duo, width: int, name: str) -> None:
     """On a phone the date and filter controls wait behind one button; on a desktop they are simply there."""
-    if not dash_duo.driver.find_elements(By.CSS_SELECTOR, "#frame-controls-toggle"):
+    if not found_now(dash_duo, "#frame-controls-toggle"):
         return
     toggle = dash_duo.find_element("#frame-controls-toggle")
     controls = dash_duo.find_element("#frame-controls")

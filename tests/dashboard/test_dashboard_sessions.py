@@ -10,7 +10,7 @@ from api_backend.store.events import rows_to_table
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
-from tests.support.dashboard import sign_in
+from tests.support.dashboard import found_now, sign_in
 from tests.support.dashboard_data import demo_rows
 
 STACK = "TypeError: x is undefined\n    at pay (https://shop.example.com/app.js:10:5)"
@@ -80,7 +80,7 @@ def test_dash_sessions001_list_timeline_user(dash_duo, services, api_base, outpu
     # An anonymous visitor's session offers no profile to open.
     dash_duo.driver.get(f"{dash_duo.server_url}/sessions/s01?site={site.site_id}&time_zone=UTC")
     dash_duo.wait_for_element("#session-timeline", timeout=15)
-    assert dash_duo.find_elements("#session-body a[href*='/users/']") == []
+    assert found_now(dash_duo, "#session-body a[href*='/users/']") == []
 
     # A goal session opens the same timeline.
     dash_duo.driver.get(f"{dash_duo.server_url}/goal-sessions?site={site.site_id}&goal={goal.goal_id}&time_zone=UTC")

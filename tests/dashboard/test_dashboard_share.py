@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from api_backend.store.events import rows_to_table
@@ -13,7 +12,7 @@ from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site, wait_until
-from tests.support.dashboard import CHART_IN_ITS_BOX, click, screenshots
+from tests.support.dashboard import CHART_IN_ITS_BOX, click, found_now, screenshots, settled
 from tests.support.dashboard_data import load_demo
 
 MESSAGE = "Cannot read properties of undefined (reading 'price')"
@@ -51,8 +50,9 @@ def test_dash_share001_private_link_read_only_then_revoked(dash_duo, services, a
     dash_duo.wait_for_contains_text("#goals-table", "40.0%", timeout=10)
     dash_duo.wait_for_text_to_equal("#frame-overview-sessions", "10", timeout=10)
     # Read-only: no write controls of any kind, no sign-out, no site picker.
+    settled(dash_duo)
     for selector in ("#goals-new", ".row-actions", "#goals-form", "#frame-sign-out:not([hidden])"):
-        assert dash_duo.driver.find_elements(By.CSS_SELECTOR, selector) == [], selector
+        assert found_now(dash_duo, selector) == [], selector
     assert not dash_duo.find_element("#frame-site-picker").is_displayed()
     dash_duo.driver.save_screenshot(str(output_dir / "share-goals.png"))
 

@@ -38,6 +38,24 @@ def click(dash_duo, selector: str, timeout: float = 10) -> None:
             time.sleep(0.1)
 
 
+def found_now(dash_duo, selector: str, *, displayed: bool = False) -> list:
+    """The elements matching ``selector`` in the page as it is, looked up once (``displayed``: those shown).
+
+    ``dash_duo``'s driver waits up to 2 s for a lookup to find something (its implicit wait), so each check that an
+    element is absent would wait that out: the unknown-site test alone spent a minute in them.
+    """
+    from selenium.webdriver.common.by import By
+
+    driver = dash_duo.driver
+    implicit = driver.timeouts.implicit_wait
+    driver.implicitly_wait(0)
+    try:
+        found = driver.find_elements(By.CSS_SELECTOR, selector)
+    finally:
+        driver.implicitly_wait(implicit)
+    return [e for e in found if e.is_displayed()] if displayed else found
+
+
 WIDTHS = (1440, 390)
 
 
