@@ -12,7 +12,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site, wait_until
-from tests.support.dashboard import callback_round_trips, click, settled, sign_in
+from tests.support.dashboard import callback_round_trips, click, found_now, settled, sign_in
 
 
 def open_settings(dash_duo, site_id: int) -> None:
@@ -137,7 +137,7 @@ def test_dash_settings002_delete_site_behind_typing_the_domain(dash_duo, service
     click(dash_duo, "#settings-delete")
     dash_duo.wait_for_element("#sites-list", timeout=10)
     dash_duo.wait_for_contains_text("#sites-list", "blog.example.org", timeout=10)
-    assert dash_duo.driver.find_elements(By.ID, f"site-{site.site_id}") == []
+    assert found_now(dash_duo, f"#site-{site.site_id}") == []
     assert services.metadata.site(site.site_id) is None
     assert severe(dash_duo) == []
 
@@ -159,7 +159,7 @@ def test_dash_settings003_member_sees_settings_read_only(dash_duo, services, api
     for save in ("#settings-switches-save", "#settings-excluded-ips-save", "#settings-excluded-countries-save"):
         assert not dash_duo.find_element(save).is_displayed()
     # No private link and no delete for a member: the cards are not there at all.
-    assert dash_duo.driver.find_elements(By.ID, "settings-link") == []
-    assert dash_duo.driver.find_elements(By.ID, "settings-delete") == []
+    assert found_now(dash_duo, "#settings-link") == []
+    assert found_now(dash_duo, "#settings-delete") == []
     dash_duo.driver.save_screenshot(str(output_dir / "settings-member.png"))
     assert severe(dash_duo) == []

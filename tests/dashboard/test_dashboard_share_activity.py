@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from selenium.webdriver.common.by import By
-
 from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
-from tests.support.dashboard import click
+from tests.support.dashboard import click, found_now
 from tests.support.dashboard_data import load_demo
 
 
@@ -28,13 +26,13 @@ def test_dash_share_activity001_overview_and_sessions_tabs(dash_duo, services, a
     dash_duo.wait_for_text_to_equal("#share-overview-tiles #overview-sessions", "10", timeout=15)
     assert dash_duo.find_element("#share-overview-tiles #overview-pageviews").text == "14"
     dash_duo.wait_for_contains_text("#overview-rows-pathname", "/pricing", timeout=10)
-    assert dash_duo.driver.find_elements(By.CSS_SELECTOR, "#share-content button.panel-row") == []
+    assert found_now(dash_duo, "#share-content button.panel-row") == []
     dash_duo.driver.save_screenshot(str(output_dir / "share-overview.png"))
 
     # Sessions: the window's 10 visits, with nothing that leads out of the shared view.
     click(dash_duo, "#share-tab-visits")
     dash_duo.wait_for_contains_text("#share-content", "10 sessions, most recently active first", timeout=15)
-    assert dash_duo.driver.find_elements(By.CSS_SELECTOR, "#share-sessions-table a") == []
+    assert found_now(dash_duo, "#share-sessions-table a") == []
     assert "tab=visits" in dash_duo.driver.current_url
     dash_duo.driver.save_screenshot(str(output_dir / "share-sessions.png"))
     assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
