@@ -9,20 +9,16 @@ from selenium.webdriver.support.ui import WebDriverWait
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
-from tests.support.dashboard import click, found_now, screenshots, settled, sign_in
+from tests.support.dashboard import click, screenshots, settled, shown, sign_in
 
 SITE_PAGES = ("/goals", "/goal-sessions", "/channels", "/errors", "/usage", "/settings")
-
-
-def visible(dash_duo, selector: str) -> list:
-    return found_now(dash_duo, selector, displayed=True)
 
 
 def test_dash_details001_sign_in_shows_the_logo_once(dash_duo, services, api_base, output_dir):
     dash_duo.start_server(create_dashboard(DashboardSettings(api_url=api_base + "/api")))
     dash_duo.driver.get(dash_duo.server_url + "/login")
     dash_duo.wait_for_element("#login-email", timeout=15)
-    assert len(visible(dash_duo, ".brand-mark")) == 1
+    assert len(shown(dash_duo, ".brand-mark")) == 1
     screenshots(dash_duo, output_dir, "login")
 
 
@@ -35,9 +31,9 @@ def test_dash_details002_an_unknown_site_is_one_message_without_controls(dash_du
         dash_duo.wait_for_contains_text("#site-not-found", "Site not found", timeout=15)
         settled(dash_duo)
         # One message, a way back, and none of the page's controls around it.
-        assert len(visible(dash_duo, ".alert")) == 1, path
+        assert len(shown(dash_duo, ".alert")) == 1, path
         for control in ("#frame-date-preset", "#frame-filter-add", "#goals-new", ".stats", "table"):
-            assert visible(dash_duo, control) == [], (path, control)
+            assert shown(dash_duo, control) == [], (path, control)
         assert dash_duo.find_element("#site-not-found a").get_attribute("href").endswith("/sites")
     screenshots(dash_duo, output_dir, "unknown-site")
 

@@ -22,7 +22,7 @@ from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site, wait_until
-from tests.support.dashboard import click, found_now, settled, sign_in
+from tests.support.dashboard import click, found_now, settled, shown, sign_in
 from tests.support.dashboard_data import demo_rows
 
 PHONE, DESKTOP = 390, 1440
@@ -145,10 +145,6 @@ def assert_fits(dash_duo, what: str) -> None:
     except AssertionError:
         wide = dash_duo.driver.execute_script("return document.documentElement.scrollWidth")
         raise AssertionError(f"{what} is {wide} px wide: {overflowing(dash_duo)}") from None
-
-
-def shown(dash_duo, selector: str) -> list:
-    return found_now(dash_duo, selector, displayed=True)
 
 
 def inside_window(dash_duo, element) -> bool:

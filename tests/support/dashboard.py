@@ -38,8 +38,8 @@ def click(dash_duo, selector: str, timeout: float = 10) -> None:
             time.sleep(0.1)
 
 
-def found_now(dash_duo, selector: str, *, displayed: bool = False) -> list:
-    """The elements matching ``selector`` in the page as it is, looked up once (``displayed``: those shown).
+def found_now(dash_duo, selector: str) -> list:
+    """The elements matching ``selector`` in the page as it is, looked up once.
 
     ``dash_duo``'s driver waits up to 2 s for a lookup to find something (its implicit wait), so each check that an
     element is absent would wait that out: the unknown-site test alone spent a minute in them.
@@ -53,7 +53,12 @@ def found_now(dash_duo, selector: str, *, displayed: bool = False) -> list:
         found = driver.find_elements(By.CSS_SELECTOR, selector)
     finally:
         driver.implicitly_wait(implicit)
-    return [e for e in found if e.is_displayed()] if displayed else found
+    return found
+
+
+def shown(dash_duo, selector: str) -> list:
+    """The elements matching ``selector`` that are displayed now (``found_now``)."""
+    return [e for e in found_now(dash_duo, selector) if e.is_displayed()]
 
 
 WIDTHS = (1440, 390)
