@@ -588,12 +588,13 @@ def render_markdown(results: dict[str, Any]) -> str:
     if rw and rw.get("cases"):
         lines += [
             "",
-            f"## Proposed query fixes, before and after ({rw['events']:,} events, DuckDB)",
+            f"## History: query fixes measured before they were built ({rw['events']:,} events, DuckDB)",
             "",
-            f"Measured {rw.get('date', '?')} with `{rw.get('command', 'python -m bench.rewrites')}`: the current "
-            f"query (built by the route's own builder) and the proposed one, {rw['runs']} interleaved runs each on a "
-            "copy of the seeded file, after checking that both return the same result. The fixes belong to the "
-            "read API's query builders; they are proposals until applied there.",
+            f"Measured {rw.get('date', '?')} with `{rw.get('command', 'python -m bench.rewrites')}`, a module since "
+            "removed: the query of that day's builder against the proposed one, "
+            f"{rw['runs']} interleaved runs each on a copy of the seeded file, after checking that both return the "
+            "same result. What became of each fix is in the first runs' section at the end of the analysis; today's "
+            "figures are the tables above.",
             "",
             "| route | proposed fix | before p50 | after p50 | speedup | same result |",
             "|---|---|---|---|---|---|",
