@@ -16,7 +16,7 @@ A session converts when at least one of its in-window events matches; it counts 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -263,9 +263,10 @@ def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Qu
     """One row: ``sessions`` then ``g0, g1, ...`` = converted sessions of each goal, in ``goals`` order.
 
     On a ``sessions`` table merged at read time, the whole sessions come from it for windows of many events
-    (``build_goals_listed_query``; ``facts.facts_where_cheaper``'s size rule alone: on a merged chdb copy of the bench
-    files it took 870 against 605 ms at 10M events, 7.9 against 9.9 s at 100M). DuckDB's table is read with the goal
-    bits it keeps (``build_goals_stored_query``); without them this groups the events.
+    (``build_goals_listed_query``; ``facts.facts_where_cheaper``'s size rule alone: on merged chdb copies of the bench
+    files, with the ten bench goals, it took 1.34 against 1.43 s at 10M events on a slower machine, 7.9 against 9.9 s
+    at 100M on the bench machine). DuckDB's table is read with the goal bits it keeps (``build_goals_stored_query``);
+    without them this groups the events.
     """
     events = partial(build_goals_events_query, scope, goals, d)
     if not (d.merged_sessions and facts_answer(scope, d, shared_columns=True)):
@@ -317,44 +318,78 @@ def _cheap_condition(goal: GoalSpec, d: Dialect, p: Params) -> str:
     return "(" + " AND ".join([_type_test(goal.goal_type, p), *parts]) + ")"
 
 
-def build_goals_listed_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
-    """``build_goals_query`` taking the whole sessions from the ``sessions`` table. A path goal is tested on each
-    one's list of paths; the other goals on the bits of the session's in-window events that match them (custom
-    events, clicks: far fewer than pageviews), grouped by session once and joined to the whole sessions. Only the
-    edge sessions are grouped from their in-window events. Needs only the columns every store's table keeps."""
-    p = Params()
-    whole = whole_sessions(scope, "session_id, pathnames", d, p)
-    # The other goals' bits, at their places in ``_goal_masks``' masks (a path goal's stay 0: with its test in the
-    # masks the grouping also reads the paths, 793 -> 922 ms at 10M events).
-    others = [
-        [(i % MASK_BITS, g) for i, g in enumerate(goals[first : first + MASK_BITS], first) if g.goal_type != "path"]
+def _goal_chunks(goals: Sequence[GoalSpec], keep: Callable[[GoalSpec], bool]) -> list[list[tuple[int, GoalSpec]]]:
+    """The goals ``keep`` picks, per mask of ``_goal_masks`` and at their bits there (the others' bits stay 0)."""
+    return [
+        [(i % MASK_BITS, g) for i, g in enumerate(goals[first : first + MASK_BITS], first) if keep(g)]
         for first in range(0, len(goals), MASK_BITS)
     ]
+
+
+def _is_path(goal: GoalSpec) -> bool:
+    return goal.goal_type == "path"
+
+
+def _has_goal_bit(i: int, masks: str, d: Dialect) -> str:
+    """True when goal ``i``'s bit is set in the columns ``<masks>0, <masks>1, ...`` (NULL counts as none)."""
+    return f"{d.bit_and(f'coalesce({masks}{i // MASK_BITS}, 0)', str(1 << (i % MASK_BITS)))} <> 0"
+
+
+def build_goals_listed_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
+    """``build_goals_query`` taking the whole sessions from the ``sessions`` table. Needs only the columns every
+    store's table keeps.
+
+    A path goal is tested on each whole session's list of paths, and on the in-window events of the sessions
+    crossing the window's edges. The other goals (custom events, clicks: far fewer rows than pageviews) are counted
+    from their matching events alone, grouped by session: a session converts when one of its in-window events
+    matches, whole or not (at 100M events on a slower machine 15.9 -> 13.2 s against joining them to the 25.9M whole
+    sessions). With session filters, those groups are joined to the whole sessions that pass them, and the edge
+    sessions count their own.
+    """
+    p = Params()
+    others = _goal_chunks(goals, lambda g: not _is_path(g))
+    hits = ""
     if any(others):
         window = window_condition(scope.site_ids, scope.window, p)
         # The rows are selected by the cheap tests only (an engine may evaluate every branch of an OR on every row,
         # parsing JSON); the masks hold the full tests.
-        matching = " OR ".join(_cheap_condition(g, d, p) for g in goals if g.goal_type != "path")
-        flags = ", ".join(f"{d.bit_or(goal_mask(chunk, d, p))} AS h{j}" for j, chunk in enumerate(others))
+        matching = " OR ".join(_cheap_condition(g, d, p) for g in goals if not _is_path(g))
+        flags = ", ".join(f"{d.bit_or(goal_mask(chunk, d, p))} AS h{j}" for j, chunk in enumerate(others) if chunk)
         hits = f"SELECT session_id AS hit, {flags} FROM events WHERE {window} AND ({matching}) GROUP BY session_id"
-        bits = ", ".join(f"h.h{j} AS h{j}" for j in range(len(others)))
+    filtered = bool(scope.session_filters)
+    whole = whole_sessions(scope, "session_id, pathnames", d, p)
+    if hits and filtered:
+        bits = ", ".join(f"h.h{j} AS h{j}" for j, chunk in enumerate(others) if chunk)
         whole = f"SELECT w.pathnames, {bits} FROM ({whole}) AS w LEFT JOIN ({hits}) AS h ON h.hit = w.session_id"
-    tests = [
-        _listed_path_test(g.config["pathPattern"], d, p)
-        if g.goal_type == "path"
-        else f"{d.bit_and(f'coalesce(h{i // MASK_BITS}, 0)', str(1 << (i % MASK_BITS)))} <> 0"
-        for i, g in enumerate(goals)
-    ]
-    whole_counts = "".join(f", count(*) FILTER (WHERE {test}) AS g{i}" for i, test in enumerate(tests))
-    edge_masks = "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(_goal_masks(goals, d, p)))
-    edge = edge_sessions(scope, edge_masks, d, p)
-    totals = ", ".join(
-        ["w.sessions + e.sessions AS sessions", *(f"w.g{i} + e.g{i} AS g{i}" for i in range(len(goals)))]
+    # Without filters the whole sessions give the path goals only; the matching events give the others in full.
+    counted = [i for i, g in enumerate(goals) if _is_path(g) or filtered]
+    tests = {
+        i: _listed_path_test(goals[i].config["pathPattern"], d, p) if _is_path(goals[i]) else _has_goal_bit(i, "h", d)
+        for i in counted
+    }
+    whole_counts = "".join(f", count(*) FILTER (WHERE {test}) AS g{i}" for i, test in tests.items())
+    edge_chunks = _goal_chunks(goals, lambda g: _is_path(g) or filtered)
+    edge_masks = "".join(
+        f", {d.bit_or(goal_mask(chunk, d, p))} AS m{j}" for j, chunk in enumerate(edge_chunks) if chunk
     )
-    sql = f"""SELECT {totals}
-FROM (SELECT count(*) AS sessions{whole_counts} FROM ({whole}) AS whole) AS w,
-     (SELECT count(*) AS sessions{_mask_counts(len(goals), d)} FROM ({edge}) AS edge) AS e"""
-    return p.query(sql)
+    edge_counts = "".join(f", count(*) FILTER (WHERE {_has_goal_bit(i, 'm', d)}) AS g{i}" for i in counted)
+    edge = edge_sessions(scope, edge_masks, d, p)
+    parts = [
+        f"(SELECT count(*) AS sessions{whole_counts} FROM ({whole}) AS whole) AS w",
+        f"(SELECT count(*) AS sessions{edge_counts} FROM ({edge}) AS edge) AS e",
+    ]
+    totals = ["w.sessions + e.sessions AS sessions"]
+    for i in range(len(goals)):
+        totals.append(f"w.g{i} + e.g{i} AS g{i}" if i in tests else f"h.g{i} AS g{i}")
+    if hits and not filtered:
+        hit_counts = ", ".join(
+            f"count(*) FILTER (WHERE {_has_goal_bit(i, 'h', d)}) AS g{i}"
+            for i, g in enumerate(goals)
+            if not _is_path(g)
+        )
+        parts.append(f"(SELECT {hit_counts} FROM ({hits}) AS hits) AS h")
+    sources = ",\n     ".join(parts)
+    return p.query(f"SELECT {', '.join(totals)}\nFROM {sources}")
 
 
 def goal_definition(goal: GoalSpec) -> str:
