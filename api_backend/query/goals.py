@@ -16,7 +16,7 @@ A session converts when at least one of its in-window events matches; it counts 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -246,17 +246,19 @@ def _goal_masks(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> list[str]:
     ]
 
 
-def _mask_counts(goals: int, d: Dialect, sessions: str = "count(*)") -> str:
-    """``, count(*) FILTER (...) AS g0, ...``: sessions whose masks (from ``_goal_masks``) have each goal's bit.
+def _mask_counts(goals: Iterable[int], d: Dialect, sessions: str = "count(*)", masks: str = "m") -> str:
+    """``, count(*) FILTER (...) AS g0, ...``: for each goal index of ``goals``, the sessions whose masks (the columns
+    ``<masks>0, <masks>1, ...``, from ``_goal_masks``) have its bit.
 
     ``sessions`` is the aggregate counting them: ``count(*)`` over one row per session, or a sum of a count
     column over rows that each stand for several sessions with the same masks (0, not NULL, over no rows).
     """
-    return "".join(
-        f", coalesce({sessions} FILTER (WHERE {d.bit_and(f'm{i // MASK_BITS}', str(1 << (i % MASK_BITS)))} <> 0), 0)"
-        f" AS g{i}"
-        for i in range(goals)
-    )
+    return "".join(f", coalesce({sessions} FILTER (WHERE {_has_goal_bit(i, masks, d)}), 0) AS g{i}" for i in goals)
+
+
+def _has_goal_bit(i: int, masks: str, d: Dialect) -> str:
+    """True when goal ``i``'s bit is set in the columns ``<masks>0, <masks>1, ...`` (NULL counts as none)."""
+    return f"{d.bit_and(f'coalesce({masks}{i // MASK_BITS}, 0)', str(1 << (i % MASK_BITS)))} <> 0"
 
 
 def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
@@ -292,7 +294,7 @@ def build_goals_events_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect
     columns = "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(masks))
     names = ", ".join(f"m{j}" for j in range(len(masks)))
     combos = f"SELECT {names}, count(*) AS n FROM per GROUP BY {names}" if masks else "SELECT count(*) AS n FROM per"
-    counts = _mask_counts(len(goals), d, sessions="sum(n)")
+    counts = _mask_counts(range(len(goals)), d, sessions="sum(n)")
     sql = f"""{start}{d.cte("per", session_groups(scope, columns, d, p))},
 {d.cte("combos", combos)}
 SELECT coalesce(sum(n), 0) AS sessions{counts} FROM combos"""
@@ -328,11 +330,6 @@ def _goal_chunks(goals: Sequence[GoalSpec], keep: Callable[[GoalSpec], bool]) ->
 
 def _is_path(goal: GoalSpec) -> bool:
     return goal.goal_type == "path"
-
-
-def _has_goal_bit(i: int, masks: str, d: Dialect) -> str:
-    """True when goal ``i``'s bit is set in the columns ``<masks>0, <masks>1, ...`` (NULL counts as none)."""
-    return f"{d.bit_and(f'coalesce({masks}{i // MASK_BITS}, 0)', str(1 << (i % MASK_BITS)))} <> 0"
 
 
 def build_goals_listed_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
@@ -372,22 +369,19 @@ def build_goals_listed_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect
     edge_masks = "".join(
         f", {d.bit_or(goal_mask(chunk, d, p))} AS m{j}" for j, chunk in enumerate(edge_chunks) if chunk
     )
-    edge_counts = "".join(f", count(*) FILTER (WHERE {_has_goal_bit(i, 'm', d)}) AS g{i}" for i in counted)
     edge = edge_sessions(scope, edge_masks, d, p)
     parts = [
         f"(SELECT count(*) AS sessions{whole_counts} FROM ({whole}) AS whole) AS w",
-        f"(SELECT count(*) AS sessions{edge_counts} FROM ({edge}) AS edge) AS e",
+        f"(SELECT count(*) AS sessions{_mask_counts(counted, d)} FROM ({edge}) AS edge) AS e",
     ]
     totals = ["w.sessions + e.sessions AS sessions"]
     for i in range(len(goals)):
         totals.append(f"w.g{i} + e.g{i} AS g{i}" if i in tests else f"h.g{i} AS g{i}")
     if hits and not filtered:
-        hit_counts = ", ".join(
-            f"count(*) FILTER (WHERE {_has_goal_bit(i, 'h', d)}) AS g{i}"
-            for i, g in enumerate(goals)
-            if not _is_path(g)
+        events_only = (i for i, g in enumerate(goals) if not _is_path(g))
+        parts.append(
+            f"(SELECT count(*) AS sessions{_mask_counts(events_only, d, masks='h')} FROM ({hits}) AS hits) AS h"
         )
-        parts.append(f"(SELECT {hit_counts} FROM ({hits}) AS hits) AS h")
     sources = ",\n     ".join(parts)
     return p.query(f"SELECT {', '.join(totals)}\nFROM {sources}")
 
@@ -423,7 +417,7 @@ def build_goals_stored_query(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
 {d.cte("edge", edge)}
 SELECT {totals}, r.stale AS stale_result
 FROM (SELECT coalesce(sum(n), 0) AS sessions{whole_counts} FROM whole) AS w,
-     (SELECT count(*) AS sessions{_mask_counts(len(goals), d)} FROM edge) AS e,
+     (SELECT count(*) AS sessions{_mask_counts(range(len(goals)), d)} FROM edge) AS e,
      ({_bits_stale(site, goals, bits, p)}) AS r"""
     return p.query(sql)
 
@@ -466,7 +460,7 @@ def build_goals_rollup_query(scope: Scope, goals: Sequence[GoalSpec], parameter:
     where = window_condition(scope.site_ids, scope.window, p)
     value = session_value(parameter, d, p)
     flags = "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(_goal_masks(goals, d, p)))
-    counts = _mask_counts(len(goals), d)
+    counts = _mask_counts(range(len(goals)), d)
     per = f"SELECT session_id, {value} AS value{flags} FROM events WHERE {where} GROUP BY session_id"
     sql = f"""WITH {d.cte("per", per)}
 SELECT value, count(*) AS sessions{counts} FROM per GROUP BY value ORDER BY sessions DESC, value LIMIT {p.add(limit)}"""
