@@ -84,6 +84,10 @@ class Dialect:
     # Whether tables have ``rowid``, a row's position, by which a query can read a few rows' other columns after
     # finding them by one column.
     row_ids: bool = True
+    # Whether the ``sessions`` table keeps each session's pageviews per UTC quarter-hour (``quarter_hours``,
+    # ``store/sessions.py``), from which the time series buckets a session crossing a bucket boundary without reading
+    # its events (``query/overview.py``).
+    quarter_hours: bool = True
     # Whether a funnel groups its matching rows once, into per-session lists of each step's times, rather than
     # joining each step's rows to the sessions of the step before (``query/funnels.py``). Not on DuckDB: at 100M
     # events 2.5 -> 3.5 s (10M: 187 -> 219 ms).
@@ -342,6 +346,7 @@ class ClickHouseDialect(Dialect):
     # 870 -> 773 ms).
     split_users: bool = True
     row_ids: bool = False
+    quarter_hours: bool = False
     # Its joins grouped each step's rows again: on merged chdb copies of the bench files 606 -> 220 ms at 10M events,
     # 6.3 -> 2.3 s at 100M.
     funnel_lists: bool = True

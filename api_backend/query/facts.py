@@ -45,6 +45,7 @@ __all__ = [
     "FIRST_SET_PARAMETERS",
     "MAX_SPANS",
     "MERGED_SHARE",
+    "QUARTER_HOUR_US",
     "Span",
     "crossing_spans",
     "edge_sessions",
@@ -55,6 +56,8 @@ __all__ = [
     "newest_ends",
     "pathnames",
     "qualifying_sessions",
+    "quarter_hour",
+    "quarter_hour_start",
     "session_aggregates",
     "session_key",
     "sessions_relation",
@@ -411,6 +414,21 @@ def newest_ends(sessions: str, count: int, p: Params) -> tuple[str, str]:
 def session_key(session_id: str) -> str:
     """SQL: the ``sessions.session_key`` of the session id ``session_id`` (SQL), 64 bits of its MD5."""
     return f"md5_number_lower({session_id})"
+
+
+# A UTC quarter-hour in microseconds. Every zone's offset is a whole number of quarter-hours (checked per window by
+# ``zones.quarter_hours_align``), so the local quarter-hours, hours, days, weeks and months start on UTC ones.
+QUARTER_HOUR_US = 900_000_000
+
+
+def quarter_hour(timestamp: str) -> str:
+    """SQL (DuckDB): the number of the UTC quarter-hour holding ``timestamp`` since the epoch (a time after 1970)."""
+    return f"CAST(epoch_us({timestamp}) // {QUARTER_HOUR_US} AS INTEGER)"
+
+
+def quarter_hour_start(number: str) -> str:
+    """SQL (DuckDB): the start of the UTC quarter-hour ``number`` (``quarter_hour``) as a timestamp."""
+    return f"make_timestamp(CAST({number} AS BIGINT) * {QUARTER_HOUR_US})"
 
 
 def stored_span(

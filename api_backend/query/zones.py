@@ -17,7 +17,15 @@ from api_backend.query.dialect import Dialect
 from api_backend.query.sql import Params
 from api_backend.query.window import Window
 
-__all__ = ["constant_offset", "local_time", "offset_changes", "utc_offset_ms", "window_cover", "window_offsets"]
+__all__ = [
+    "constant_offset",
+    "local_time",
+    "offset_changes",
+    "quarter_hours_align",
+    "utc_offset_ms",
+    "window_cover",
+    "window_offsets",
+]
 
 _STEP = timedelta(hours=6)
 
@@ -80,6 +88,19 @@ def constant_offset(window: Window) -> timedelta | None:
     if offsets is None or offsets[1]:
         return None
     return timedelta(milliseconds=offsets[0])
+
+
+def quarter_hours_align(window: Window) -> bool:
+    """Whether the zone's local quarter-hours start on UTC ones all over the (bounded) window: every offset a whole
+    number of quarter-hours, and every change of offset at the start of a UTC quarter-hour."""
+    offsets = window_offsets(window)
+    if offsets is None:
+        return False
+    first, changes = offsets
+    quarter_ms = 15 * 60 * 1000
+    if any(offset % quarter_ms for offset in (first, *(offset for _, offset in changes))):
+        return False
+    return all(at.minute % 15 == 0 and at.second == 0 and at.microsecond == 0 for at, _ in changes)
 
 
 def local_time(expr: str, window: Window, d: Dialect, p: Params) -> str:

@@ -39,7 +39,7 @@ from api_backend.query.sessions import (
 )
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
-from api_backend.query.zones import constant_offset
+from api_backend.query.zones import constant_offset, quarter_hours_align
 from api_backend.store import duckdb as duckdb_module
 from api_backend.store import sessions as sessions_module
 from api_backend.store.duckdb import DuckDBEventStore
@@ -202,8 +202,26 @@ def assert_same(facts: list[dict[str, Any]], events: list[dict[str, Any]], conte
 
 
 def session_rows(store: DuckDBEventStore) -> list[tuple[Any, ...]]:
+    """Every row of the table; its lists of strings sorted (kept in any order), the quarter-hours as stored (in
+    order of their quarter-hour)."""
     rows = store.query("SELECT * FROM sessions ORDER BY site_id, session_id")
-    return [tuple(sorted(v) if isinstance(v, list) else v for v in row) for row in rows]
+    return [tuple(_comparable(v) for v in row) for row in rows]
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return sorted(value)
+    return value
+
+
+def assert_upgraded(store: DuckDBEventStore, rows: list[dict[str, Any]], stored_before: set[str]) -> None:
+    """The table is the one all of ``rows`` give in one batch, but for the quarter-hours (the last column): unknown
+    for the sessions stored before the upgrade, known for the others."""
+    got, want = session_rows(store), rebuilt(rows)
+    assert [row[:-1] for row in got] == [row[:-1] for row in want]
+    for have, full in zip(got, want, strict=True):
+        assert have[-1] == (None if have[1] in stored_before else full[-1]), have[1]
+    assert any(row[-1] is not None for row in got)
 
 
 def rebuilt(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -541,6 +559,54 @@ def test_facts031_merged_spans_hold_every_span_within_the_limit():
     assert merge_spans([span(0, 1), span(10, 1)], Window(None, None)) is not None
 
 
+def test_facts032_the_series_buckets_crossing_sessions_of_one_user_by_their_quarter_hours():
+    """A whole session of one user crossing a bucket boundary gives its pageviews and user per bucket from its
+    ``quarter_hours``, where every bucket starts on a UTC quarter-hour; sessions whose quarter-hours are unknown (stored
+    before the column) and the others are bucketed from their events. The same rows as grouping the events."""
+    rng = random.Random(32)
+    rows = random_events(rng, 600)
+    store = DuckDBEventStore(":memory:")
+    append_shuffled(store, rows, rng)
+    unknown = store.query("SELECT count(*) FROM sessions WHERE quarter_hours IS NULL")[0][0]
+    assert unknown == 0
+    crossing = "users_count = 1 AND CAST(first_seen AS DATE) <> CAST(last_seen AS DATE)"
+    assert store.query(f"SELECT count(*) FROM sessions WHERE {crossing}")[0][0] >= 20  # bucketed by quarter-hours
+    start = datetime(2026, 3, 2)
+    windows = [
+        Window(start, start + timedelta(days=20), "UTC", mode="datetime"),
+        Window(start, start + timedelta(days=6), "Asia/Kolkata", mode="datetime"),
+        Window(start, start + timedelta(days=30), "America/New_York", mode="datetime"),  # a change of offset
+        Window(start, start + timedelta(days=30), "Australia/Lord_Howe", mode="datetime"),  # half-hour offsets
+        Window(start, start + timedelta(days=10), "Asia/Kathmandu", mode="datetime"),  # +05:45
+    ]
+    for nulled in (False, True):
+        if nulled:  # as after an upgrade: every other session's quarter-hours unknown
+            store._con.execute("UPDATE sessions SET quarter_hours = NULL WHERE hash(session_id) % 2 = 0")
+        for window in windows:
+            for bucket in ("day", "hour", "fifteen_minutes", "week", "ten_minutes"):
+                scope = Scope((1, 2), window)
+                query = build_overview_series_query(scope, bucket, DUCKDB)
+                assert ("quarter_hours" in query.sql) == (bucket != "ten_minutes"), (window, bucket)
+                expected = run(store, build_overview_series_events_query(scope, bucket, DUCKDB))
+                assert_same(run(store, query), expected, (window, bucket, nulled))
+                if query.narrowing is not None:
+                    assert_same(run_narrowed(store, query)[0], expected, (window, bucket, nulled))
+    unbounded = build_overview_series_query(Scope((1,), Window(None, None, "UTC")), "day", DUCKDB)
+    assert "quarter_hours" not in unbounded.sql  # no offsets looked up: the events, as before
+    assert "quarter_hours" not in build_overview_series_query(Scope((1,), windows[0]), "day", CLICKHOUSE).sql
+
+
+def test_facts033_quarter_hours_align_where_every_offset_and_change_falls_on_a_quarter_hour():
+    def window(zone: str, start: datetime) -> Window:
+        return Window(start, start + timedelta(days=40), zone, mode="datetime")
+
+    assert quarter_hours_align(window("Asia/Kathmandu", datetime(2026, 1, 1)))
+    assert quarter_hours_align(window("Europe/Berlin", datetime(2026, 3, 1)))  # the change at 01:00 UTC
+    assert quarter_hours_align(window("Australia/Lord_Howe", datetime(2026, 3, 20)))  # +11 -> +10:30
+    assert not quarter_hours_align(window("Europe/Amsterdam", datetime(1930, 1, 1)))  # +00:19:32
+    assert not quarter_hours_align(Window(None, datetime(2026, 1, 1), "UTC"))
+
+
 def test_facts026_users_as_numbers_are_counted_once_on_either_side_of_the_quarters():
     """The overview counts the numbers in each quarter of their range apart: values at both ends of each quarter,
     each user in two sessions, and an identified user that is also a visitor id, give one user each."""
@@ -633,7 +699,7 @@ def test_facts012_a_table_from_before_the_session_key_gets_it_and_batches_still_
 
     reopened = DuckDBEventStore(tmp_path / "events.duckdb")
     reopened.append(rows_to_table(rows[900:]))  # continues sessions stored before the key existed
-    assert session_rows(reopened) == rebuilt(rows)
+    assert_upgraded(reopened, rows, {row["session_id"] for row in rows[:900]})
     keys = reopened.query("SELECT count(*), count(DISTINCT session_key) FROM sessions WHERE session_key IS NOT NULL")
     assert keys == [(300, 300)]
     reopened.close()
@@ -664,7 +730,8 @@ def test_facts025_a_table_from_before_the_users_split_gets_it_at_open(tmp_path, 
     """The user's number or other string and the count of users, filled in place for stored sessions and kept after."""
     monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)
     monkeypatch.setattr(duckdb_module, "UPGRADE_SLICE_SESSIONS", 40)
-    derived = ("user_number", "user_text", "users_count", "goal_mask")  # goal_mask came later still
+    # goal_mask and quarter_hours came later still (quarter_hours starts unknown: not written)
+    derived = ("user_number", "user_text", "users_count", "goal_mask", "quarter_hours")
     present = set(sessions_module._column_names()) - set(derived)
     in_place = [q.sql for q in sessions_module.build_sessions_upgrade(present, [])]
     assert not any("sessions_upgraded" in sql for sql in in_place)  # not copied: only the new columns are written
@@ -679,7 +746,7 @@ def test_facts025_a_table_from_before_the_users_split_gets_it_at_open(tmp_path, 
 
     reopened = DuckDBEventStore(tmp_path / "events.duckdb")
     reopened.append(rows_to_table(rows[900:]))
-    assert session_rows(reopened) == rebuilt(rows)
+    assert_upgraded(reopened, rows, {row["session_id"] for row in rows[:900]})
     forms = reopened.query("SELECT user_value, user_number, user_text, users_count, len(users) FROM sessions")
     for value, number, text, count, listed in forms:
         is_visitor_form = len(value) == 16 and set(value) <= set("0123456789abcdef")
@@ -807,7 +874,7 @@ def test_facts013_sessions_sharing_a_key_are_told_apart_by_their_ids(monkeypatch
     got = store.query("SELECT * EXCLUDE (session_key) FROM sessions ORDER BY site_id, session_id")
     key_at = [name for name, *_ in store.query("DESCRIBE sessions")].index("session_key")
     without_key = [r[:key_at] + r[key_at + 1 :] for r in rebuilt(rows)]
-    assert [tuple(sorted(v) if isinstance(v, list) else v for v in r) for r in got] == without_key
+    assert [tuple(_comparable(v) for v in r) for r in got] == without_key
 
 
 def crash_before_applying(tmp_path: Any, rows: list[dict[str, Any]]) -> None:
