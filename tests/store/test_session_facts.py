@@ -596,6 +596,58 @@ def test_facts032_the_series_buckets_crossing_sessions_of_one_user_by_their_quar
     assert "quarter_hours" not in build_overview_series_query(Scope((1,), windows[0]), "day", CLICKHOUSE).sql
 
 
+def test_facts034_a_table_from_before_the_quarter_hours_gets_them_empty_and_the_series_stays_exact(
+    tmp_path, monkeypatch
+):
+    """The column is added at open without reading the events (no copy, no fill); the sessions stored before keep
+    it unknown, also when later batches continue them, and the series reads their events."""
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)  # the first batch is folded at once
+    rows = random_events(random.Random(34), 400)
+    store = DuckDBEventStore(tmp_path / "events.duckdb")
+    store.append(rows_to_table(rows[:1200]))
+    store._con.execute("ALTER TABLE sessions DROP COLUMN quarter_hours")
+    store.close()
+    statements = [
+        q.sql
+        for q in sessions_module.build_sessions_upgrade(set(sessions_module._column_names()) - {"quarter_hours"}, [])
+    ]
+    assert len(statements) == 1 and statements[0].startswith("ALTER TABLE sessions ADD COLUMN quarter_hours")
+
+    reopened = DuckDBEventStore(tmp_path / "events.duckdb")
+    reopened.append(rows_to_table(rows[1200:]))
+    assert_upgraded(reopened, rows, {row["session_id"] for row in rows[:1200]})
+    for zone in ("UTC", "Asia/Kolkata"):
+        scope = Scope((1, 2, 3), Window(datetime(2026, 3, 1), datetime(2026, 4, 5), zone, mode="datetime"))
+        query = build_overview_series_query(scope, "day", DUCKDB)
+        assert "quarter_hours" in query.sql
+        expected = run(reopened, build_overview_series_events_query(scope, "day", DUCKDB))
+        assert_same(run(reopened, query), expected, zone)
+        assert_same(run_narrowed(reopened, query)[0], expected, zone)
+    reopened.close()
+
+
+def test_facts035_a_session_with_events_before_1970_keeps_its_quarter_hours_unknown():
+    rows = [
+        {"site_id": 1, "session_id": sid, "user_id": "v", "type": "pageview", "pathname": "/", "timestamp": at}
+        for sid, start in (("old", datetime(1969, 12, 31, 23, 50)), ("new", datetime(1970, 1, 1, 23, 50)))
+        for at in (start, start + timedelta(minutes=20))
+    ]
+    store = DuckDBEventStore(":memory:")
+    store.append(rows_to_table(rows))
+    assert store.query("SELECT session_id, quarter_hours IS NULL FROM sessions ORDER BY 1") == [
+        ("new", False),
+        ("old", True),
+    ]
+    scope = Scope((1,), Window(datetime(1969, 12, 31), datetime(1970, 1, 3), "UTC", mode="datetime"))
+    series = run(store, build_overview_series_query(scope, "day", DUCKDB))
+    assert series == run(store, build_overview_series_events_query(scope, "day", DUCKDB))
+    assert [(r["bucket"].day, r["sessions"], r["pageviews"], r["users"]) for r in series] == [
+        (31, 1, 1, 1),
+        (1, 1, 2, 1),
+        (2, 0, 1, 1),
+    ]
+
+
 def test_facts033_quarter_hours_align_where_every_offset_and_change_falls_on_a_quarter_hour():
     def window(zone: str, start: datetime) -> Window:
         return Window(start, start + timedelta(days=40), zone, mode="datetime")
