@@ -78,8 +78,8 @@ __all__ = [
 _DERIVED_COLUMNS = {"user_number": "UBIGINT", "user_text": "VARCHAR", "users_count": "INTEGER", "goal_mask": "BIGINT"}
 # ``quarter_hours`` is added empty (NULL) to a table from before it, also in place: reads then take those sessions'
 # events.
-QUARTER_HOURS = "STRUCT(q INTEGER, pageviews INTEGER)[]"
-_IN_PLACE_COLUMNS = _DERIVED_COLUMNS | {"quarter_hours": QUARTER_HOURS}
+_QUARTER_HOURS = "STRUCT(q INTEGER, pageviews INTEGER)[]"
+_IN_PLACE_COLUMNS = _DERIVED_COLUMNS | {"quarter_hours": _QUARTER_HOURS}
 _FIRST_SET_COLUMNS = "".join(f",\n  {name} VARCHAR NOT NULL, {name}_at TIMESTAMP" for name in FIRST_SET_PARAMETERS)
 _COLUMNS = f"""(
   site_id INTEGER NOT NULL,
@@ -96,7 +96,7 @@ _COLUMNS = f"""(
   session_key UBIGINT NOT NULL,
   pathnames VARCHAR[] NOT NULL,
   {", ".join(f"{name} {kind}" for name, kind in _DERIVED_COLUMNS.items())},
-  quarter_hours {QUARTER_HOURS}
+  quarter_hours {_QUARTER_HOURS}
 )"""
 SESSIONS_DDL = f"CREATE TABLE IF NOT EXISTS sessions {_COLUMNS}"
 # The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_upgrade``).
@@ -146,7 +146,7 @@ def _user_forms(row: str) -> dict[str, str]:
 def _added_forms(row: str) -> dict[str, str]:
     """The added columns of the row ``row`` as an upgrade fills them (``goal_mask`` 0: no goal has a bit yet;
     ``quarter_hours`` unknown)."""
-    return _user_forms(row) | {"goal_mask": "0", "quarter_hours": f"CAST(NULL AS {QUARTER_HOURS})"}
+    return _user_forms(row) | {"goal_mask": "0", "quarter_hours": f"CAST(NULL AS {_QUARTER_HOURS})"}
 
 
 def _grouped(source: str, p: Params, registry: Registry | None = None) -> str:
@@ -161,15 +161,15 @@ def _grouped(source: str, p: Params, registry: Registry | None = None) -> str:
     # A second grouping of the same rows, by session and quarter-hour; NULL for a session with events before 1970,
     # whose quarter-hours ``quarter_hour`` does not number.
     quarters = (
-        "SELECT site_id, session_id, CASE WHEN min(first) >= TIMESTAMP '1970-01-01' THEN "
-        "list(struct_pack(q := q, pageviews := pageviews) ORDER BY q) END AS quarter_hours FROM ("
-        f"SELECT site_id, session_id, {quarter_hour('timestamp')} AS q, min(timestamp) AS first, "
+        "SELECT site_id, session_id, list(struct_pack(q := q, pageviews := pageviews) ORDER BY q) AS quarter_hours "
+        f"FROM (SELECT site_id, session_id, {quarter_hour('timestamp')} AS q, "
         f"CAST(count(*) FILTER (WHERE type = 'pageview') AS INTEGER) AS pageviews FROM {source} "
         "GROUP BY site_id, session_id, q) AS e GROUP BY site_id, session_id"
     )
     return (
-        f"SELECT g.* EXCLUDE (goal_mask), {forms}, g.goal_mask, qh.quarter_hours FROM ({grouped}) AS g "
-        f"JOIN ({quarters}) AS qh ON qh.site_id = g.site_id AND qh.session_id = g.session_id"
+        f"SELECT g.* EXCLUDE (goal_mask), {forms}, g.goal_mask, "
+        "CASE WHEN g.first_seen >= TIMESTAMP '1970-01-01' THEN qh.quarter_hours END AS quarter_hours "
+        f"FROM ({grouped}) AS g JOIN ({quarters}) AS qh ON qh.site_id = g.site_id AND qh.session_id = g.session_id"
     )
 
 
