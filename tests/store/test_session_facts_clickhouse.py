@@ -421,3 +421,5 @@ def test_chfacts011_the_series_reads_the_table_through_the_cache_for_windows_of_
         )
         assert_same(got, want, least)
         assert ("FROM sessions AS stored FINAL" in sent[-1]) == reads_table
+        if reads_table:  # the users of the sessions inside one bucket in one read of the table, from their lists
+            assert "users_count" not in sent[-1].split("bu AS (")[1]
