@@ -179,10 +179,13 @@ def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dial
             f"FROM ({pairs}) AS sv {keep} GROUP BY value"
         )
     lo, hi = p.add(offset), p.add(offset + limit)
+    # The values are counted from ``agg`` itself, not by a subquery of it: ClickHouse computed a kept CTE again for
+    # a subquery (on a chdb copy of the bench file, the metric by pathname of 100M events from the table 9.7 -> 4.9 s,
+    # of 10M 1,079 -> 686 ms).
     sql = f"""{start}{per}{d.cte("agg", agg, materialized=True)},
 ranked AS (SELECT *, row_number() OVER (ORDER BY count DESC, value) AS rn FROM agg),
-totals AS (SELECT (SELECT count(*) FROM agg) AS total_values,
-                  ({total_sessions}) AS total_sessions, ({collisions}) AS key_collisions)
+totals AS (SELECT count(*) AS total_values, ({total_sessions}) AS total_sessions, ({collisions}) AS key_collisions
+           FROM agg)
 SELECT t.total_values, t.total_sessions, t.key_collisions, r.value, r.count, r.sessions, r.pageviews, r.bounce_rate
 FROM totals AS t LEFT JOIN ranked AS r ON r.rn > {lo} AND r.rn <= {hi}
 ORDER BY r.rn"""
