@@ -423,3 +423,18 @@ def test_chfacts011_the_series_reads_the_table_through_the_cache_for_windows_of_
         assert ("FROM sessions AS stored FINAL" in sent[-1]) == reads_table
         if reads_table:  # the users of the sessions inside one bucket in one read of the table, from their lists
             assert "users_count" not in sent[-1].split("bu AS (")[1]
+
+
+@pytest.mark.parametrize("parameter", ["pathname", "channel", "browser", "event_name"])
+def test_chfacts012_the_metric_counts_its_values_from_the_kept_counts_not_by_a_subquery(parameter):
+    """ClickHouse computes a kept CTE again for a subquery that reads it: the values are counted from ``agg`` itself,
+    in every form of the metric (the table's and the events')."""
+    scope = Scope((1,), Window(START, START + timedelta(days=20), "UTC", mode="datetime"), ())
+    built = build_metric_query(scope, parameter, 100, 0, CLICKHOUSE)
+    forms = [built]
+    if built.narrowing is not None:
+        forms += [built.narrowing.then([{"events": least, "sessions": 0, "merged": 0.0}]) for least in (1, 10**9)]
+    for query in forms:
+        assert "agg AS MATERIALIZED" in query.sql
+        assert "SELECT count(*) FROM agg" not in query.sql
+        assert query.sql.count("FROM agg") == 2  # the page and the totals
