@@ -717,14 +717,18 @@ totals AS (SELECT coalesce(sum(sessions), 0) AS total_sessions, coalesce(sum(con
         # A session may have several values: it counts once in the totals, so those come from the sessions.
         keep = "" if keeps_empty_value(parameter) else "WHERE sv.value <> ''"
         columns = f", {d.bool_or(condition)} AS converted"
+        # The values are kept and counted in a join: ClickHouse computed them again for a subquery.
+        grouped = (
+            "SELECT sv.value, count(*) AS sessions, count(*) FILTER (WHERE conv.converted) AS conversions "
+            f"FROM ({session_values_sql(parameter, d, p)}) AS sv JOIN conv USING (session_id) {keep} "
+            "GROUP BY sv.value"
+        )
         sql = f"""{start}{d.cte("conv", session_groups(scope, columns, d, p), materialized=True)},
-grouped AS (
-  SELECT sv.value, count(*) AS sessions, count(*) FILTER (WHERE conv.converted) AS conversions
-  FROM ({session_values_sql(parameter, d, p)}) AS sv JOIN conv USING (session_id) {keep}
-  GROUP BY sv.value),
-totals AS (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions,
-             (SELECT count(*) FROM grouped) AS total_values
-           FROM conv),
+{d.cte("grouped", grouped, materialized=True)},
+totals AS (SELECT c.total_sessions, c.total_conversions, g.total_values
+           FROM (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions
+                 FROM conv) AS c
+           CROSS JOIN (SELECT count(*) AS total_values FROM grouped) AS g),
 """
     stale = _stale_source(scope, goal, bit, p)
     return p.query(

@@ -441,3 +441,17 @@ def test_chfacts012_the_metric_counts_its_values_from_the_kept_counts_not_by_a_s
         assert not re.search(r"\(SELECT count\(\*\) FROM (agg|per|every)\)", query.sql)
         counted = "every" if parameter in SESSION_PARAMETERS else "agg"
         assert re.search(rf"AS key_collisions\s+FROM {counted}\)", query.sql)
+
+
+@pytest.mark.parametrize("parameter", ["pathname", "event_name", "prop:plan", "channel"])
+def test_chfacts013_the_goal_breakdown_counts_its_values_in_a_join_not_by_a_subquery(parameter):
+    """A goal's breakdown keeps its values once and counts them without a subquery of a kept CTE (which ClickHouse
+    computes again), in every form: the table's and the events'."""
+    scope = Scope((1,), Window(START, START + timedelta(days=20), "UTC", mode="datetime"), ())
+    built = build_goal_breakdown_query(scope, GoalSpec(1, "event", {"eventName": "signup"}), parameter, CLICKHOUSE)
+    forms = [built]
+    if built.narrowing is not None:
+        forms += [built.narrowing.then([{"events": least, "sessions": 0, "merged": 0.0}]) for least in (1, 10**9)]
+    for query in forms:
+        assert not re.search(r"\(SELECT count\(\*\) FROM (grouped|conv|every_value)\)", query.sql)
+        assert re.search(r"(grouped|every_value) AS MATERIALIZED", query.sql)
