@@ -268,6 +268,10 @@ class Dialect:
         """One row per element of the list of strings ``array`` (a placeholder or a column)."""
         return f"unnest(CAST({array} AS VARCHAR[]))"
 
+    def unnest_strings_and_null(self, array: str) -> str:
+        """``unnest_strings`` and one NULL row after the elements (for a grouping that also counts each list once)."""
+        return f"unnest(list_append(CAST({array} AS VARCHAR[]), NULL))"
+
     def distinct_strings(self, expr: str, where: str) -> str:
         """Aggregate: the distinct values of the text ``expr`` over the rows where ``where`` holds, as a list in no
         particular order (empty when there are none)."""
@@ -463,6 +467,9 @@ class ClickHouseDialect(Dialect):
 
     def unnest_strings(self, array: str) -> str:
         return f"arrayJoin({array})"
+
+    def unnest_strings_and_null(self, array: str) -> str:
+        return f"arrayJoin(arrayPushBack(CAST({array} AS Array(Nullable(String))), NULL))"
 
     def distinct_strings(self, expr: str, where: str) -> str:
         return f"groupUniqArrayIf(toString({expr}), {where})"

@@ -28,6 +28,7 @@ from api_backend.query.facts import (
     facts_answer,
     facts_where_cheaper,
     newest_ends,
+    pathnames,
     whole_sessions,
 )
 from api_backend.query.filters import (
@@ -47,6 +48,7 @@ from api_backend.query.sql import Params, Query
 __all__ = [
     "BREAKDOWN_PAGE",
     "MASK_BITS",
+    "TABLE_BREAKDOWN_PARAMETERS",
     "GoalSpec",
     "build_goal_breakdown_events_query",
     "build_goal_breakdown_query",
@@ -70,6 +72,9 @@ __all__ = [
 # Breakdown values per page by default and at most: every real parameter (channel, country...) fits one page.
 BREAKDOWN_PAGE = 1000
 FIRST_BREAKDOWN_PAGE = Page(1, BREAKDOWN_PAGE)
+# The parameters a breakdown reads whole sessions' values of from the ``sessions`` table: one value per session, or
+# the list of its paths.
+TABLE_BREAKDOWN_PARAMETERS = SESSION_PARAMETERS | {"pathname"}
 _REGEX_SPECIAL = set(".^$+?()[]{}|\\")
 _EMPTY = "''"
 _VALUE_FIELDS = {
@@ -652,11 +657,11 @@ def build_goal_breakdown_query(
     """Rows ``(total_sessions, total_conversions, total_values, value, sessions, conversions)`` of one page of
     values, best conversion rate first (then most sessions, then value); one row even with no value.
 
-    A session-level parameter reads whole sessions from the ``sessions`` table where the engine keeps it (on a table
-    merged at read time, where that costs less: ``facts.facts_where_cheaper``; by channel on a merged chdb copy of
-    the bench files, 439 -> 380 ms at 10M events and 13.1 -> 3.6 s at 100M)."""
+    A session-level parameter or the path reads whole sessions from the ``sessions`` table where the engine keeps it
+    (on a table merged at read time, where that costs less: ``facts.facts_where_cheaper``; by channel on a merged
+    chdb copy of the bench files, 439 -> 380 ms at 10M events and 13.1 -> 3.6 s at 100M)."""
     events = partial(build_goal_breakdown_events_query, scope, goal, parameter, d, page)
-    if parameter not in SESSION_PARAMETERS or not facts_answer(scope, d, shared_columns=True):
+    if parameter not in TABLE_BREAKDOWN_PARAMETERS or not facts_answer(scope, d, shared_columns=True):
         return events()
     return facts_where_cheaper(scope, _goal_breakdown_query(scope, goal, parameter, d, page, facts=True), events, d)
 
@@ -671,11 +676,12 @@ def build_goal_breakdown_events_query(
 def build_goal_breakdown_stored_query(
     scope: Scope, goal: GoalSpec, parameter: str, bit: int, d: Dialect, page: Page = FIRST_BREAKDOWN_PAGE
 ) -> Query:
-    """``build_goal_breakdown_query`` by a session-level ``parameter``, whole sessions converted by their stored
-    ``goal_mask``, where the goal is bit ``bit``; each row's ``stale_result`` as in ``build_goals_stored_query``."""
+    """``build_goal_breakdown_query`` by a ``parameter`` of ``TABLE_BREAKDOWN_PARAMETERS``, whole sessions
+    converted by their stored ``goal_mask``, where the goal is bit ``bit``; each row's ``stale_result`` as in
+    ``build_goals_stored_query``."""
     _require_stored(scope, d)
-    if parameter not in SESSION_PARAMETERS:
-        raise ValueError(f"{parameter} is not a session-level parameter")
+    if parameter not in TABLE_BREAKDOWN_PARAMETERS:
+        raise ValueError(f"the sessions table holds no value of {parameter}")
     return _goal_breakdown_query(scope, goal, parameter, d, page, facts=True, bit=bit)
 
 
@@ -683,9 +689,42 @@ def _goal_breakdown_query(
     scope: Scope, goal: GoalSpec, parameter: str, d: Dialect, page: Page, *, facts: bool, bit: int | None = None
 ) -> Query:
     p = Params()
-    start = opening(scope, d, p, rows_needed=parameter not in SESSION_PARAMETERS)
+    listed = facts and parameter == "pathname"
+    start = opening(scope, d, p, rows_needed=not listed and parameter not in SESSION_PARAMETERS)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
-    if parameter in SESSION_PARAMETERS:
+    if listed:
+        # Whole sessions' paths from their stored lists, edge sessions' from their in-window pageviews.
+        converted = _has_bit(bit, d) if bit is not None else _whole_session_converted(goal, scope, d, p)
+        whole = whole_sessions(scope, f"pathnames AS paths, {converted} AS converted", d, p)
+        edge = edge_sessions(scope, f", {pathnames(d)} AS paths, {d.bool_or(condition)} AS converted", d, p)
+        per_session = f"{whole} UNION ALL SELECT paths, converted FROM ({edge}) AS e"
+        if d.merged_sessions:
+            # Each read of a table merged at read time merges it again. So each session adds a NULL value after its
+            # paths, and the grouping of the values also counts every session once, in the NULL row: the totals
+            # come from the same pass. On a merged chdb copy of the 10M-event bench file, 1.1 s against 1.45 s
+            # for counting the sessions in a second read.
+            every_value = (
+                "SELECT value, count(*) AS sessions, count(*) FILTER (WHERE converted) AS conversions "
+                f"FROM (SELECT {d.unnest_strings_and_null('paths')} AS value, converted FROM ({per_session}) AS per) "
+                "AS sv GROUP BY value"
+            )
+            sql = f"""{start}{d.cte("every_value", every_value, materialized=True)},
+grouped AS (SELECT * FROM every_value WHERE value <> ''),
+totals AS (SELECT coalesce(sum(sessions) FILTER (WHERE value IS NULL), 0) AS total_sessions,
+             coalesce(sum(conversions) FILTER (WHERE value IS NULL), 0) AS total_conversions,
+             count(*) FILTER (WHERE value <> '') AS total_values
+           FROM every_value),
+"""
+        else:
+            # A second scan of the table costs less than copying each list to add that NULL value (DuckDB, the 10M-
+            # event bench file: 200 against 450 ms).
+            grouped = (
+                "SELECT value, count(*) AS sessions, count(*) FILTER (WHERE converted) AS conversions "
+                f"FROM (SELECT {d.unnest_strings('paths')} AS value, converted FROM ({per_session}) AS per) AS sv "
+                "WHERE value <> '' GROUP BY value"
+            )
+            sql = f"{start}{d.cte('grouped', grouped, materialized=True)},\n{_totals(f'({per_session}) AS per')}"
+    elif parameter in SESSION_PARAMETERS:
         # One value per session: value and conversion come out of the same grouping.
         columns = f", {session_value(parameter, d, p)} AS value, {d.bool_or(condition)} AS converted"
         if not facts:
@@ -717,7 +756,6 @@ totals AS (SELECT coalesce(sum(sessions), 0) AS total_sessions, coalesce(sum(con
         # A session may have several values: it counts once in the totals, so those come from the sessions.
         keep = "" if keeps_empty_value(parameter) else "WHERE sv.value <> ''"
         columns = f", {d.bool_or(condition)} AS converted"
-        # The values are kept and counted in a join: ClickHouse computed them again for a subquery.
         grouped = (
             "SELECT sv.value, count(*) AS sessions, count(*) FILTER (WHERE conv.converted) AS conversions "
             f"FROM ({session_values_sql(parameter, d, p)}) AS sv JOIN conv USING (session_id) {keep} "
@@ -725,11 +763,7 @@ totals AS (SELECT coalesce(sum(sessions), 0) AS total_sessions, coalesce(sum(con
         )
         sql = f"""{start}{d.cte("conv", session_groups(scope, columns, d, p), materialized=True)},
 {d.cte("grouped", grouped, materialized=True)},
-totals AS (SELECT c.total_sessions, c.total_conversions, g.total_values
-           FROM (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions
-                 FROM conv) AS c
-           CROSS JOIN (SELECT count(*) AS total_values FROM grouped) AS g),
-"""
+{_totals("conv")}"""
     stale = _stale_source(scope, goal, bit, p)
     return p.query(
         sql
@@ -740,6 +774,17 @@ totals AS (SELECT c.total_sessions, c.total_conversions, g.total_values
             stale_from=stale,
         )
     )
+
+
+def _totals(sessions: str) -> str:
+    """``totals AS (...),``: the sessions and conversions of ``sessions`` (a relation of one row per session with
+    its ``converted``) and the number of values in ``grouped``. They are counted in a join: ClickHouse computes a
+    kept CTE again for a subquery."""
+    return f"""totals AS (SELECT c.total_sessions, c.total_conversions, g.total_values
+           FROM (SELECT count(*) AS total_sessions, count(*) FILTER (WHERE converted) AS total_conversions
+                 FROM {sessions}) AS c
+           CROSS JOIN (SELECT count(*) AS total_values FROM grouped) AS g),
+"""
 
 
 # The end of a breakdown query after its ``grouped`` and ``totals`` CTEs: one page of values, best rate first.

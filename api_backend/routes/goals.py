@@ -12,9 +12,10 @@ from api_backend.auth import ServicesDep, SiteMember, SiteReader
 from api_backend.domain.goals import goal_json, validate_goal_body
 from api_backend.errors import InvalidRequestError, NotFoundError
 from api_backend.formats import iso_utc
-from api_backend.query.filters import SESSION_PARAMETERS, parse_parameter
+from api_backend.query.filters import parse_parameter
 from api_backend.query.goals import (
     BREAKDOWN_PAGE,
+    TABLE_BREAKDOWN_PARAMETERS,
     GoalSpec,
     build_goal_breakdown_query,
     build_goal_breakdown_stored_query,
@@ -196,9 +197,9 @@ def goal_breakdown(
     rows = services.reader.goal_rows(
         scope,
         [spec],
-        # The bits say which sessions converted; a parameter with one value per session reads the rest from them.
+        # The bits say which sessions converted; a parameter the sessions table holds reads the rest from it.
         (lambda bits: build_goal_breakdown_stored_query(scope, spec, parameter, bits[0], d, paging))
-        if parameter in SESSION_PARAMETERS
+        if parameter in TABLE_BREAKDOWN_PARAMETERS
         else None,
         build_goal_breakdown_query(scope, spec, parameter, d, paging),
         _site_specs(services, access.site.site_id),

@@ -274,9 +274,9 @@ def test_read007c_goals_from_stored_goal_bits_match_pandas_and_an_edited_goal_is
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Creating goals has the DuckDB store keep each session's goal bits; once kept, the goals list, each goal's
-    breakdown by channel and its sessions read them (no event of a whole session) with the numbers pandas gives, and
-    so after a goal is edited and its new bit kept. A goal without a kept bit is counted from the events. The
-    ClickHouse store keeps none and always groups events."""
+    breakdown by channel and by page and its sessions read them (no event of a whole session) with the numbers pandas
+    gives, and so after a goal is edited and its new bit kept. A goal without a kept bit is counted from the events.
+    The ClickHouse store keeps none and always groups events."""
     site = make_site(world.services, world.owner, "goal-bits.example")
     rows = truth.generate_events(site.site_id, sessions=150, seed=31)
     world.services.events.append(rows_to_table(rows))
@@ -319,6 +319,21 @@ def test_read007c_goals_from_stored_goal_bits_match_pandas_and_an_edited_goal_is
                 for channel, members in sessions.groupby("channel").groups.items()
             }
             assert got == expected_values, goal
+            # By page: the stored lists of paths of whole sessions and their bits.
+            response = world.client.get(
+                f"{goals_path}/{goal_id}/breakdown", params={"parameter": "pathname", **WINDOW}, headers=headers
+            )
+            assert response.status_code == 200, response.text
+            meta = response.json()["meta"]
+            assert (meta["total_sessions"], meta["total_conversions"]) == (len(sessions), conversions), goal
+            got = {i["value"]: (i["sessions"], i["conversions"]) for i in response.json()["data"]}
+            pageviews = in_range[in_range["type"] == "pageview"]
+            expected_values = {
+                path: (len(members), len(members & converted))
+                for path, members in pageviews.groupby("pathname")["session_id"].agg(set).items()
+                if path
+            }
+            assert got == expected_values and response.json()["totalCount"] == len(expected_values), goal
             response = world.client.get(
                 f"{goals_path}/{goal_id}/sessions", params={"limit": "100", **WINDOW}, headers=headers
             )

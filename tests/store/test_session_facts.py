@@ -333,13 +333,15 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
         assert shared.narrowing is not None
         picked = shared.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
         assert "FROM sessions" in picked.sql
-    # A goal's breakdown by a parameter of events groups the events there; its breakdown by a session-level
-    # parameter, its sessions and the pages of sessions pick between the table and the grouping as the overview does.
+    # A goal's breakdown by another parameter of events groups the events there; its breakdown by a session-level
+    # parameter or the path, its sessions and the pages of sessions pick between the table and the grouping as the
+    # overview does.
     whole_week, goal = Scope((1,), window), GoalSpec(1, "path", {"pathPattern": "/pricing"})
-    by_page = build_goal_breakdown_query(whole_week, goal, "pathname", CLICKHOUSE)
-    assert by_page == build_goal_breakdown_events_query(whole_week, goal, "pathname", CLICKHOUSE)
+    by_title = build_goal_breakdown_query(whole_week, goal, "page_title", CLICKHOUSE)
+    assert by_title == build_goal_breakdown_events_query(whole_week, goal, "page_title", CLICKHOUSE)
     for shared in (
         build_goal_breakdown_query(whole_week, goal, "channel", CLICKHOUSE),
+        build_goal_breakdown_query(whole_week, goal, "pathname", CLICKHOUSE),
         build_goal_sessions_query(whole_week, goal, 25, 0, CLICKHOUSE),
         build_session_page_query(whole_week, 25, 0, CLICKHOUSE),
     ):
@@ -422,12 +424,15 @@ def test_facts015_goal_sessions_from_the_table_equal_the_event_grouping(seeded, 
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_facts016_goal_breakdown_by_a_session_parameter_from_the_table_equals_the_event_grouping(seeded, seed):
+def test_facts016_goal_breakdown_by_a_session_parameter_or_the_path_from_the_table_equals_the_event_grouping(
+    seeded, seed
+):
     store, _ = seeded
     rng = random.Random(5000 + seed)
     scope = random_scope(rng, seed)
     goal = rng.choice([GoalSpec(1, "path", {"pathPattern": "/blog/*"}), GoalSpec(3, "event", {"eventName": "signup"})])
-    parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
+    parameters = [*sorted(SESSION_PARAMETERS), "pathname"]
+    parameter = parameters[seed % len(parameters)] if seed % 3 else "pathname"
     facts = build_goal_breakdown_query(scope, goal, parameter, DUCKDB)
     events = build_goal_breakdown_events_query(scope, goal, parameter, DUCKDB)
     assert "FROM sessions" in facts.sql and "FROM sessions" not in events.sql

@@ -256,6 +256,7 @@ def _shared_reads(scope: Scope, parameter: str, bucket: str, goal: GoalSpec) -> 
         (build_session_page_query, build_session_page_events_query, (scope, 25, 0)),
         (build_session_page_query, build_session_page_events_query, (scope, 10, 30)),
         (build_goal_breakdown_query, build_goal_breakdown_events_query, (scope, goal, parameter)),
+        (build_goal_breakdown_query, build_goal_breakdown_events_query, (scope, goal, "pathname")),
         (build_goal_sessions_query, build_goal_sessions_events_query, (scope, goal, 25, 0)),
         (build_goal_sessions_query, build_goal_sessions_events_query, (scope, goal, 10, 20)),
     ]
@@ -270,8 +271,8 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
     both_stores, seed
 ):
     """The overview, the metric of a session-level parameter, the metric by pathname, the time series, pages of
-    sessions, a goal's breakdown by a session-level parameter and its sessions, and the goals list read whole
-    sessions from the merged table on ClickHouse too, for windows large enough or a table mostly merged: on random
+    sessions, a goal's breakdown by a session-level parameter or the path and its sessions, and the goals list read
+    whole sessions from the merged table on ClickHouse too, for windows large enough or a table mostly merged: on random
     windows, zones, buckets, goals and filters both of the answers the narrowing picks from equal DuckDB's, and so
     does the one it picks."""
     chdb, duck = both_stores

@@ -111,7 +111,8 @@ def _questions(demo: Demo) -> Iterator[tuple[str, str, dict[str, Any]]]:
             yield "error-names", f"{site}/error-names", params
         for goal in goals:
             yield "goal-sessions", f"{site}/goals/{goal['goalId']}/sessions", {**window, "limit": 25}
-            yield "breakdown", f"{site}/goals/{goal['goalId']}/breakdown", {**window, "parameter": "channel"}
+            for parameter in ("channel", "pathname"):
+                yield "breakdown", f"{site}/goals/{goal['goalId']}/breakdown", {**window, "parameter": parameter}
     names = demo.get(f"{site}/error-names", **WINDOWS[0])["data"]
     for error in names[:3]:
         message = {"errorMessage": error["value"], **WINDOWS[0]}
