@@ -43,7 +43,7 @@ def test_chadmin001_single_node_schema_runs_and_the_store_adopts_it(capsys, chdb
     for statement in _statements(capsys):
         chdb_client.command(statement)
     store = ClickHouseEventStore(chdb_client, chdb_database)
-    assert store.schema_version == 4  # and migrated on open to the newest version
+    assert store.schema_version == 5  # and migrated on open to the newest version
     (engine,) = chdb_client.query(
         "SELECT engine FROM system.tables WHERE database = {db:String} AND name = 'events'",
         parameters={"db": chdb_database},
@@ -78,7 +78,7 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web"]) == 0
     full = _statements(capsys)
     upgrades = {}
-    for start in (1, 2, 3):
+    for start in (1, 2, 3, 4):
         args = ["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", str(start)]
         assert main(args) == 0
         upgrades[start] = _statements(capsys)
@@ -105,12 +105,20 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert "AS pathnames" not in created[2] and "groupUniqArrayIf(toString(pathname), type = 'pageview')" in created[6]
     changes = [s for s in upgrades[3] if s.startswith(("ALTER", "DROP"))]
     column = "ADD COLUMN IF NOT EXISTS `pathnames` SimpleAggregateFunction(groupUniqArrayArray, Array(String))"
+    # Version 5 stores the times of both local tables of events with another codec, without filling anything.
+    codec = "MODIFY COLUMN `timestamp` DateTime64(3, 'UTC') CODEC(T64, LZ4)"
+    recoded = [
+        f"ALTER TABLE `web`.events_local ON CLUSTER `analytics` {codec}",
+        f"ALTER TABLE `web`.error_events_local ON CLUSTER `analytics` {codec}",
+    ]
     assert changes == [
         f"ALTER TABLE `web`.sessions_local ON CLUSTER `analytics` {column}",
         f"ALTER TABLE `web`.sessions ON CLUSTER `analytics` {column}",
         "DROP VIEW IF EXISTS `web`.sessions_mv ON CLUSTER `analytics`",
+        *recoded,
     ]
-    assert upgrades[3].index(changes[-1]) < upgrades[3].index(created[6])
+    assert upgrades[3].index(changes[2]) < upgrades[3].index(created[6])
+    assert all(statement in full for statement in recoded)
     # Each new table is emptied on every node once its view exists, then filled once through the Distributed
     # tables: each shard groups its own sessions, and the insert waits for every shard. The sessions are filled at
     # version 4 only, with their paths.
@@ -128,8 +136,9 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert len(fills) == 4
     assert upgrades[1].index(fills[0]) > upgrades[1].index(created[5])
     assert upgrades[1].index(fills[2]) > upgrades[1].index(created[6])
-    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (4)"
+    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (5)"
     assert upgrades[1][-1] == upgrades[2][-1] == upgrades[3][-1] == full[-1] == final
+    assert upgrades[4] == [*recoded, final]
     assert [s for s in upgrades[2] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills, final]
     assert [s for s in upgrades[3] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills[2:], final]
 
@@ -153,12 +162,12 @@ def test_chadmin010_the_cluster_fills_give_what_the_migrations_give(chdb_setting
     store.close()
 
 
-@pytest.mark.parametrize("value", ["0", "4", "x", "-1"])
+@pytest.mark.parametrize("value", ["0", "5", "x", "-1"])
 def test_chadmin007_cluster_upgrade_refuses_versions_it_cannot_start_from(capsys, value):
     with pytest.raises(SystemExit) as exit_info:
         main(["clickhouse-schema", "--cluster", "analytics", "--upgrade-from", value])
     assert exit_info.value.code == 2
-    assert "schema version from 1 to 3" in capsys.readouterr().err
+    assert "schema version from 1 to 4" in capsys.readouterr().err
 
 
 def test_chadmin008_upgrade_statements_are_for_clusters_only(capsys):
@@ -183,7 +192,7 @@ def test_chadmin009_on_a_cluster_an_older_schema_stops_the_store_naming_the_upgr
     with pytest.raises(ValueError) as refused:
         ClickHouseEventStore(client, database)
     message = str(refused.value)
-    assert "schema version 1" in message and "needs 4" in message
+    assert "schema version 1" in message and "needs 5" in message
     assert f"sitelens clickhouse-schema --cluster analytics --database {database} --upgrade-from 1" in message
     tables = {
         row[0] for row in client.query("SELECT name FROM system.tables WHERE database = currentDatabase()").result_rows

@@ -170,11 +170,18 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
         parameters={"db": chdb_database},
     ).result_rows
     assert dict(error_types) == types
-    assert store.schema_version == 4
+    # Times in T64 and LZ4 (schema version 5), in both tables.
+    codecs = chdb_client.query(
+        "SELECT table, compression_codec FROM system.columns WHERE database = {db:String} AND name = 'timestamp' "
+        "AND table IN ('events', 'error_events')",
+        parameters={"db": chdb_database},
+    ).result_rows
+    assert sorted(codecs) == [("error_events", "CODEC(T64, LZ4)"), ("events", "CODEC(T64, LZ4)")]
+    assert store.schema_version == 5
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 4
-    assert store.query("SELECT count() FROM sitelens_schema") == [(4,)]
+    assert again.schema_version == 5
+    assert store.query("SELECT count() FROM sitelens_schema") == [(5,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):
@@ -470,3 +477,42 @@ def test_chstore019_a_query_made_of_a_first_ones_rows_reads_what_it_names(store)
     first = "SELECT pathname, count() AS n FROM events GROUP BY pathname ORDER BY n DESC, pathname LIMIT 1"
     assert store.query_dicts_then(first, {}, then) == [{"n": 3}]
     assert seen == [[{"pathname": "/p0", "n": 3}]]
+
+
+def test_chstore020_upgrading_to_version_5_stores_new_times_with_t64_and_reads_the_old_alike(chdb_settings):
+    """Schema version 5 changes the times' codec without rewriting the stored parts: the rows stored before read as
+    they did, new parts take the new codec, and merging the old ones gives them it too."""
+    store, _ = open_event_store(chdb_settings)
+    times = [datetime(2026, 3, 1, 12) + timedelta(seconds=7 * i, microseconds=1000 * i) for i in range(50)]
+    store.append(
+        rows_to_table([_event(i, timestamp=t, type="error" if i % 5 == 0 else "pageview") for i, t in enumerate(times)])
+    )
+    # What a database of schema version 4 looks like: the times as version 1 stores them.
+    for table in ("events", "error_events"):
+        store.client.command(
+            f"ALTER TABLE {table} MODIFY COLUMN `timestamp` DateTime64(3, 'UTC') CODEC(Delta, ZSTD(1))"
+        )
+    store.client.command("OPTIMIZE TABLE events FINAL")
+    store.client.command("DELETE FROM sitelens_schema WHERE version >= 5", settings={"mutations_sync": 2})
+    store.close()
+
+    upgraded, _ = open_event_store(chdb_settings)
+    assert upgraded.schema_version == 5
+    codecs = (
+        "SELECT table, compression_codec FROM system.columns WHERE database = currentDatabase() "
+        "AND name = 'timestamp' AND table IN ('events', 'error_events')"
+    )
+    assert sorted(upgraded.query(codecs)) == [("error_events", "CODEC(T64, LZ4)"), ("events", "CODEC(T64, LZ4)")]
+    # The part written before keeps its encoding until it merges; its rows read the same.
+    assert [t for (t,) in upgraded.query("SELECT timestamp FROM events ORDER BY timestamp")] == times
+    later = datetime(2026, 3, 2, 9, 30, 0, 5000)
+    upgraded.append(rows_to_table([_event(99, timestamp=later, type="error")]))
+    upgraded.client.command("OPTIMIZE TABLE events FINAL")
+    assert [t for (t,) in upgraded.query("SELECT timestamp FROM events ORDER BY timestamp")] == [*times, later]
+    errors = [t for i, t in enumerate(times) if i % 5 == 0]
+    assert [t for (t,) in upgraded.query("SELECT timestamp FROM error_events ORDER BY timestamp")] == [*errors, later]
+    assert upgraded.query(
+        "SELECT count() FROM events WHERE timestamp >= {a:DateTime64(3)} AND timestamp < {b:DateTime64(3)}",
+        {"a": times[10], "b": times[20]},
+    ) == [(10,)]
+    upgraded.close()
