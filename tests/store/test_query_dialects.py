@@ -11,7 +11,9 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
+import duckdb
 import pytest
 
 from api_backend.query.buckets import BUCKETS
@@ -174,3 +176,18 @@ def test_dialect003_stores_name_their_dialect() -> None:
     assert dialect_named("duckdb") is DUCKDB and dialect_named("clickhouse") is CLICKHOUSE
     with pytest.raises(ValueError, match="no query dialect"):
         dialect_named("sqlite")
+
+
+def test_dialect004_a_list_unnested_with_a_null_row_after_its_elements(chdb_client: Any) -> None:
+    """``unnest_strings_and_null`` on both engines: each element once, then one NULL; an empty list gives the NULL
+    alone (so a grouping of the rows counts every list once, in its NULL row)."""
+
+    def values(d: Dialect, array: str) -> list[str | None]:
+        sql = f"SELECT {d.unnest_strings_and_null(array)} AS v"
+        if d is DUCKDB:
+            return [row[0] for row in duckdb.connect().execute(sql).fetchall()]
+        return [row[0] for row in chdb_client.query(sql).result_rows]
+
+    for d, empty in ((DUCKDB, "CAST([] AS VARCHAR[])"), (CLICKHOUSE, "CAST([] AS Array(String))")):
+        assert values(d, "['/a', '', '/b']") == ["/a", "", "/b", None]
+        assert values(d, empty) == [None]
