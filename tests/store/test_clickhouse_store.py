@@ -481,7 +481,7 @@ def test_chstore019_a_query_made_of_a_first_ones_rows_reads_what_it_names(store)
 
 def test_chstore020_upgrading_to_version_5_stores_new_times_with_t64_and_reads_the_old_alike(chdb_settings):
     """Schema version 5 changes the times' codec without rewriting the stored parts: the rows stored before read as
-    they did, new parts take the new codec, and merging the old ones gives them it too."""
+    they did, and a part written after and a merge of both parts keep every time."""
     store, _ = open_event_store(chdb_settings)
     times = [datetime(2026, 3, 1, 12) + timedelta(seconds=7 * i, microseconds=1000 * i) for i in range(50)]
     store.append(
