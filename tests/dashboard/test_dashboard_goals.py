@@ -87,6 +87,7 @@ def test_dash_goals001_create_edit_clone_delete_and_sessions(dash_duo, services,
 
     # An event goal with a property.
     click(dash_duo, "#goals-new")
+    wait_visible(dash_duo, "#goals-form-name")  # the dialog opens again after the one closed by Escape
     fill(dash_duo, "#goals-form-name", "Pro signup")
     click(dash_duo, "#goals-form-type label:nth-child(2)")
     wait_visible(dash_duo, "#goals-form-event")
