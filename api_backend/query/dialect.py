@@ -74,9 +74,14 @@ class Dialect:
     # the error names 3.5 -> 0.6 s (``store/clickhouse_schema.py``); on DuckDB (``store/duckdb.py``) the error names
     # 944 -> 313 ms, a message's occurrences 1,434 -> 184 ms and its series 328 -> 99 ms.
     error_rows: str = "error_events"
-    # Whether that copy is written after the events (by a view) rather than in the transaction storing them: then a
-    # read's cache key counts both tables (``scope.window_version_query``).
-    error_rows_apart: bool = False
+    # The table the goals other than path goals read their matching events from (``query/goals.py``): ``events``, or
+    # a store's copy of the rows of the types those goals match (``GOAL_EVENT_TYPES``, about a fifth of the events)
+    # ordered so a day's rows of one type and name lie together. ClickHouse keeps one: at 100M events the sessions
+    # with a ``signup`` event 1.9 -> 0.16 s (``store/clickhouse_schema.py``).
+    goal_rows: str = "events"
+    # Whether the copies (error rows, goal rows) are written after the events (by views) rather than in the
+    # transaction storing them: then a read's cache key counts every table (``scope.window_version_query``).
+    copies_apart: bool = False
     # Whether routes that group events count distinct users as numbers plus other strings (``user_number``) rather
     # than as strings. Not on DuckDB: testing each user's form there costs more than the grouping saves (the time
     # series of 10M events 693 -> 1,674 ms); its sessions table keeps both forms instead.
@@ -344,8 +349,9 @@ class ClickHouseDialect(Dialect):
     # ``uniqExact``, whose states spill like any grouping. On chdb, the sessions per page of 10M events 4.8 -> 1.7 s
     # (60 -> 22 s at 100M, within the 4 GB limit), the overview's users 1.8 -> 1.1 s (``bench/analysis.md``).
     distinct_aggregates: bool = True
-    # ``error_events`` is filled by a materialized view on each insert into ``events``.
-    error_rows_apart: bool = True
+    goal_rows: str = "goal_events"
+    # ``error_events`` and ``goal_events`` are filled by materialized views on each insert into ``events``.
+    copies_apart: bool = True
     # On chdb the overview of 100M events 28.0 -> 23.1 s, its daily series 19.5 -> 16.5 s (10M: 959 -> 806 ms and
     # 870 -> 773 ms).
     split_users: bool = True

@@ -70,19 +70,19 @@ def window_condition(site_ids: tuple[int, ...], window: Window, p: Params) -> st
 def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect, sessions: bool = False) -> Query:
     """``n``: the number of rows of ``site_ids`` in ``window`` (the key that changes with every write into it).
 
-    That is the events, plus their error rows where the store writes its copy of those after the events
-    (``Dialect.error_rows_apart``): a read that ran in between must not be kept under a key that counts them. For
+    That is the events, plus the rows of the store's copies (error rows, goal rows) where it writes those after the
+    events (``Dialect.copies_apart``): a read that ran in between must not be kept under a key that counts them. For
     the same reason, for a read of the ``sessions`` table (``sessions``) where the store writes it after the events
     (``Dialect.merged_sessions``), it adds the events its rows around the window fold: every row holding an event of
     the window spans it, merging rows only widens what they span, so that sum never goes back to a value it had
     before a write. (Reading those rows costs: at 100M events on chdb, 14-28 -> 360-500 ms.)
     """
     p = Params()
-    if not d.error_rows_apart:
+    if not d.copies_apart:
         return p.query(d.counting(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)}"))
     counts = [
         f"(SELECT count(*) FROM {table} WHERE {window_condition(site_ids, window, p)})"
-        for table in ("events", d.error_rows)
+        for table in dict.fromkeys(("events", d.error_rows, d.goal_rows))
     ]
     if sessions and d.merged_sessions:
         around = [site_condition(site_ids, p)]

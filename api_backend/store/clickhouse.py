@@ -11,8 +11,8 @@ transactions, so the rows of a batch and the event-log position cannot be writte
 A crash between 1 and 2 therefore neither loses (the log still holds the records) nor duplicates (their first copy
 is gone before the replay) an event. The ``sessions`` table (fed by a materialized view as rows are inserted) got
 those rows too: recovery rebuilds the sessions whose ``max_log_seq`` is above the position from the events kept.
-``error_events`` (the error rows, copied by another view) keeps each row's ``log_seq``: recovery deletes its rows
-above the position as it does the events'.
+``error_events`` and ``goal_events`` (the error rows and the goals' rows, copied by other views) keep each row's
+``log_seq``: recovery deletes their rows above the position as it does the events'.
 An insert that spans partitions may land partly; the same rule covers it. The
 rows of one database must be written by one sitelens process (the one holding the event log); readers may be many.
 
@@ -152,7 +152,8 @@ class ClickHouseEventStore:
         self.schema_version = self._migrate()
         self._delete_from = self._delete_target("events")
         self._delete_sessions = self._delete_target("sessions")
-        self._delete_errors = self._delete_target("error_events")
+        # The tables copying some rows of ``events`` (``store/clickhouse_schema.py``), and where their deletes go.
+        self._copies = {table: self._delete_target(table) for table in ("error_events", "goal_events")}
         self._recover()
 
     # -- schema and recovery --------------------------------------------------------------------------------------
@@ -224,8 +225,8 @@ class ClickHouseEventStore:
         """Delete rows whose insert finished but whose log position was never recorded (the log replays them)."""
         applied = self.applied_log_seq()
         params = {"applied": applied}
-        # Both tables are checked on every start, so a start interrupted between the two deletes ends the job.
-        for table, target in (("error_events", self._delete_errors), ("events", self._delete_from)):
+        # Every table is checked on every start, so a start interrupted between the deletes ends the job.
+        for table, target in (*self._copies.items(), ("events", self._delete_from)):
             (orphans,) = self.client.query(
                 f"SELECT count() FROM {table} WHERE log_seq > {{applied:UInt64}}", parameters=params
             ).result_rows[0]
@@ -337,7 +338,7 @@ class ClickHouseEventStore:
                     parameters=params,
                     settings=_DELETE_SETTINGS,
                 )
-            for target in (self._delete_errors, self._delete_sessions):
+            for target in (*self._copies.values(), self._delete_sessions):
                 self.client.command(
                     f"DELETE FROM {target} WHERE site_id = {{site:Int32}}", parameters=params, settings=_DELETE_SETTINGS
                 )
@@ -347,7 +348,7 @@ class ClickHouseEventStore:
         """Delete the events of ``site_id`` in ``[start, end)`` (naive UTC); reads that follow no longer see them."""
         params = {"site": site_id, "start": start, "end": end}
         with self._write_lock:
-            for target in (self._delete_from, self._delete_errors):
+            for target in (self._delete_from, *self._copies.values()):
                 self.client.command(
                     f"DELETE FROM {target} WHERE site_id = {{site:Int32}} "
                     "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}",

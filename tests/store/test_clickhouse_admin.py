@@ -43,7 +43,7 @@ def test_chadmin001_single_node_schema_runs_and_the_store_adopts_it(capsys, chdb
     for statement in _statements(capsys):
         chdb_client.command(statement)
     store = ClickHouseEventStore(chdb_client, chdb_database)
-    assert store.schema_version == 5  # and migrated on open to the newest version
+    assert store.schema_version == 6  # and migrated on open to the newest version
     (engine,) = chdb_client.query(
         "SELECT engine FROM system.tables WHERE database = {db:String} AND name = 'events'",
         parameters={"db": chdb_database},
@@ -64,6 +64,10 @@ def test_chadmin002_cluster_schema_is_replicated_and_sharded_by_session(capsys, 
     assert "Distributed('analytics', 'web', 'error_events_local', cityHash64(session_id))" in text
     assert "`web`.error_events_mv ON CLUSTER `analytics` TO `web`.error_events_local" in text
     assert "FROM `web`.events_local WHERE type = 'error'" in text
+    # So is the copy of the goals' rows.
+    assert "Distributed('analytics', 'web', 'goal_events_local', cityHash64(session_id))" in text
+    assert "`web`.goal_events_mv ON CLUSTER `analytics` TO `web`.goal_events_local" in text
+    assert "FROM `web`.events_local WHERE type IN ('custom_event', 'outbound', 'button_click'" in text
     with pytest.raises(SystemExit) as exit_info:
         main(["clickhouse-schema", "--cluster", "bad name"])
     assert exit_info.value.code == 2
@@ -78,7 +82,7 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web"]) == 0
     full = _statements(capsys)
     upgrades = {}
-    for start in (1, 2, 3, 4):
+    for start in (1, 2, 3, 4, 5):
         args = ["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", str(start)]
         assert main(args) == 0
         upgrades[start] = _statements(capsys)
@@ -96,6 +100,9 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
             "error_events",
             "error_events_mv",
             "sessions_mv",
+            "goal_events_local",
+            "goal_events",
+            "goal_events_mv",
         )
     ]
     assert all(s in full for s in created)
@@ -105,18 +112,23 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert "AS pathnames" not in created[2] and "groupUniqArrayIf(toString(pathname), type = 'pageview')" in created[6]
     changes = [s for s in upgrades[3] if s.startswith(("ALTER", "DROP"))]
     column = "ADD COLUMN IF NOT EXISTS `pathnames` SimpleAggregateFunction(groupUniqArrayArray, Array(String))"
-    # Version 5 stores the times of both local tables of events with another codec, without filling anything.
+    # Version 5 stores the times of both local tables of events with another codec, without filling anything;
+    # version 6 creates the goals' local table with it.
     codec = "MODIFY COLUMN `timestamp` DateTime64(3, 'UTC') CODEC(T64, LZ4)"
     recoded = [
         f"ALTER TABLE `web`.events_local ON CLUSTER `analytics` {codec}",
         f"ALTER TABLE `web`.error_events_local ON CLUSTER `analytics` {codec}",
     ]
+    goal_codec = f"ALTER TABLE `web`.goal_events_local ON CLUSTER `analytics` {codec}"
     assert changes == [
         f"ALTER TABLE `web`.sessions_local ON CLUSTER `analytics` {column}",
         f"ALTER TABLE `web`.sessions ON CLUSTER `analytics` {column}",
         "DROP VIEW IF EXISTS `web`.sessions_mv ON CLUSTER `analytics`",
         *recoded,
+        goal_codec,
     ]
+    assert upgrades[3].index(created[7]) < upgrades[3].index(goal_codec) < upgrades[3].index(created[8])
+    assert "ORDER BY (site_id, toDate(timestamp), type, event_name, session_id, timestamp)" in created[7]
     assert upgrades[3].index(changes[2]) < upgrades[3].index(created[6])
     assert all(statement in full for statement in recoded)
     # Each new table is emptied on every node once its view exists, then filled once through the Distributed
@@ -133,12 +145,19 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert fills[3].endswith(
         f"FROM `web`.events\nGROUP BY site_id, session_id\nSETTINGS prefer_column_name_to_alias = 1, {settings}"
     )
-    assert len(fills) == 4
+    assert fills[4] == "TRUNCATE TABLE IF EXISTS `web`.goal_events_local ON CLUSTER `analytics`"
+    assert fills[5].startswith("INSERT INTO `web`.goal_events (`site_id`")
+    goal_types = "('custom_event', 'outbound', 'button_click', 'form_submit', 'copy')"
+    assert fills[5].endswith(f"FROM `web`.events WHERE type IN {goal_types}\nSETTINGS {settings}")
+    assert len(fills) == 6
     assert upgrades[1].index(fills[0]) > upgrades[1].index(created[5])
     assert upgrades[1].index(fills[2]) > upgrades[1].index(created[6])
-    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (5)"
-    assert upgrades[1][-1] == upgrades[2][-1] == upgrades[3][-1] == full[-1] == final
-    assert upgrades[4] == [*recoded, final]
+    assert upgrades[1].index(fills[4]) > upgrades[1].index(created[9])
+    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (6)"
+    assert upgrades[1][-1] == upgrades[2][-1] == upgrades[3][-1] == upgrades[4][-1] == full[-1] == final
+    goal_version = [*created[7:8], goal_codec, *created[8:], *fills[4:]]
+    assert upgrades[4] == [*recoded, *goal_version, final]
+    assert upgrades[5] == [*goal_version, final]
     assert [s for s in upgrades[2] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills, final]
     assert [s for s in upgrades[3] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills[2:], final]
 
@@ -151,23 +170,25 @@ def test_chadmin010_the_cluster_fills_give_what_the_migrations_give(chdb_setting
     client, database = store.client, store.database
     expected_sessions = finished(store)
     (errors,) = client.query("SELECT count() FROM error_events").result_rows[0]
-    assert errors > 0 and len(expected_sessions) == 150
-    client.command("TRUNCATE TABLE sessions")
-    client.command("TRUNCATE TABLE error_events")
+    (goal_rows,) = client.query("SELECT count() FROM goal_events").result_rows[0]
+    assert errors > 0 and goal_rows > 0 and len(expected_sessions) == 150
+    for table in ("sessions", "error_events", "goal_events"):
+        client.command(f"TRUNCATE TABLE {table}")
     for statement in cluster_upgrade_sql("analytics", database, 1):
         if statement.startswith("INSERT INTO") and "sitelens_schema" not in statement:
             client.command(statement)
     assert finished(store) == expected_sessions == duckdb_facts(rows)
     assert client.query("SELECT count() FROM error_events").result_rows == [(errors,)]
+    assert client.query("SELECT count() FROM goal_events").result_rows == [(goal_rows,)]
     store.close()
 
 
-@pytest.mark.parametrize("value", ["0", "5", "x", "-1"])
+@pytest.mark.parametrize("value", ["0", "6", "x", "-1"])
 def test_chadmin007_cluster_upgrade_refuses_versions_it_cannot_start_from(capsys, value):
     with pytest.raises(SystemExit) as exit_info:
         main(["clickhouse-schema", "--cluster", "analytics", "--upgrade-from", value])
     assert exit_info.value.code == 2
-    assert "schema version from 1 to 4" in capsys.readouterr().err
+    assert "schema version from 1 to 5" in capsys.readouterr().err
 
 
 def test_chadmin008_upgrade_statements_are_for_clusters_only(capsys):
@@ -180,7 +201,11 @@ def test_chadmin008_upgrade_statements_are_for_clusters_only(capsys):
 def test_chadmin009_on_a_cluster_an_older_schema_stops_the_store_naming_the_upgrade(chdb_settings, monkeypatch):
     store, _ = open_event_store(chdb_settings)
     # A database of schema version 1 (as chfacts002 makes one).
-    for view, table in (("sessions_mv", "sessions"), ("error_events_mv", "error_events")):
+    for view, table in (
+        ("sessions_mv", "sessions"),
+        ("error_events_mv", "error_events"),
+        ("goal_events_mv", "goal_events"),
+    ):
         store.client.command(f"DROP VIEW {view} SYNC")
         store.client.command(f"DROP TABLE {table} SYNC")
     store.client.command(f"DELETE FROM {SCHEMA_TABLE} WHERE version >= 2", settings={"mutations_sync": 2})
@@ -192,7 +217,7 @@ def test_chadmin009_on_a_cluster_an_older_schema_stops_the_store_naming_the_upgr
     with pytest.raises(ValueError) as refused:
         ClickHouseEventStore(client, database)
     message = str(refused.value)
-    assert "schema version 1" in message and "needs 5" in message
+    assert "schema version 1" in message and "needs 6" in message
     assert f"sitelens clickhouse-schema --cluster analytics --database {database} --upgrade-from 1" in message
     tables = {
         row[0] for row in client.query("SELECT name FROM system.tables WHERE database = currentDatabase()").result_rows

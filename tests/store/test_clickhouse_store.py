@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
 from api_backend.query.dialect import CLICKHOUSE
+from api_backend.query.goals import GOAL_EVENT_TYPES
 from api_backend.query.scope import window_version_query
 from api_backend.query.window import Window
 from api_backend.routes.read_params import ReadParams
@@ -170,18 +171,29 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
         parameters={"db": chdb_database},
     ).result_rows
     assert dict(error_types) == types
-    # Times in T64 and LZ4 (schema version 5), in both tables.
-    codecs = chdb_client.query(
-        "SELECT table, compression_codec FROM system.columns WHERE database = {db:String} AND name = 'timestamp' "
-        "AND table IN ('events', 'error_events')",
+    # The copy of the goals' rows too, ordered by type and name within a day (schema version 6).
+    (goal_table,) = chdb_client.query(
+        "SELECT partition_key, sorting_key FROM system.tables WHERE database = {db:String} AND name = 'goal_events'",
         parameters={"db": chdb_database},
     ).result_rows
-    assert sorted(codecs) == [("error_events", "CODEC(T64, LZ4)"), ("events", "CODEC(T64, LZ4)")]
-    assert store.schema_version == 5
+    assert goal_table == (partition, "site_id, toDate(timestamp), type, event_name, session_id, timestamp")
+    goal_types = chdb_client.query(
+        "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'goal_events'",
+        parameters={"db": chdb_database},
+    ).result_rows
+    assert dict(goal_types) == types
+    # Times in T64 and LZ4 (schema version 5), in every table.
+    codecs = chdb_client.query(
+        "SELECT table, compression_codec FROM system.columns WHERE database = {db:String} AND name = 'timestamp' "
+        "AND table IN ('events', 'error_events', 'goal_events')",
+        parameters={"db": chdb_database},
+    ).result_rows
+    assert sorted(codecs) == [(table, "CODEC(T64, LZ4)") for table in ("error_events", "events", "goal_events")]
+    assert store.schema_version == 6
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 5
-    assert store.query("SELECT count() FROM sitelens_schema") == [(5,)]
+    assert again.schema_version == 6
+    assert store.query("SELECT count() FROM sitelens_schema") == [(6,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):
@@ -405,7 +417,7 @@ def test_chstore018_the_window_count_is_exact_over_whole_and_cut_parts(store):
 
     ``count()`` runs without its -OrNull form so whole parts are counted from their index; the count must still be
     exact for windows ending inside a part, at a part's edge, before every event (0, never NULL), and in any zone.
-    The key counts the events and the copies of their error rows (``window_version_query``): an error counts twice.
+    The key counts the events and their copies (``window_version_query``): an error or a goal's row counts twice.
     For a read of the ``sessions`` table it adds the events folded in that table's rows around the window, a sum
     merges can only raise: at least the window's events, at most all the events of the sessions active in it.
     """
@@ -418,11 +430,12 @@ def test_chstore018_the_window_count_is_exact_over_whole_and_cut_parts(store):
                 i,
                 site_id=rng.choice((1, 2)),
                 timestamp=datetime(2026, month, day, rng.randrange(24), rng.randrange(60), rng.randrange(60)),
-                type=rng.choice(("pageview", "pageview", "error")),
+                type=rng.choice(("pageview", "pageview", "error", "custom_event", "copy", "input_change")),
             )
             for i in range(rng.randrange(20, 60))
         ]
-        times += [(r["site_id"], r["timestamp"]) for r in rows for _ in range(2 if r["type"] == "error" else 1)]
+        copied = ("error", *GOAL_EVENT_TYPES)
+        times += [(r["site_id"], r["timestamp"]) for r in rows for _ in range(2 if r["type"] in copied else 1)]
         events += [(r["site_id"], r["session_id"], r["timestamp"]) for r in rows]
         store.append(rows_to_table(rows))
     edges = sorted({t for _, t in times})
@@ -497,7 +510,7 @@ def test_chstore020_upgrading_to_version_5_stores_new_times_with_t64_and_reads_t
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 5
+    assert upgraded.schema_version == 6
     codecs = (
         "SELECT table, compression_codec FROM system.columns WHERE database = currentDatabase() "
         "AND name = 'timestamp' AND table IN ('events', 'error_events')"

@@ -59,14 +59,15 @@ def test_cherr001_every_insert_copies_its_error_rows(chdb_store):
 def test_cherr002_upgrading_a_database_fills_the_copy_from_its_events(chdb_settings):
     store, _ = open_event_store(chdb_settings)
     store.append(rows_to_table(error_rows(random.Random(22), 150)))
-    # What a database of schema version 2 looks like: events and sessions, no copy of the error rows.
-    store.client.command("DROP VIEW error_events_mv SYNC")
-    store.client.command("DROP TABLE error_events SYNC")
+    # What a database of schema version 2 looks like: events and sessions, no copies of the error or goal rows.
+    for view, table in (("error_events_mv", "error_events"), ("goal_events_mv", "goal_events")):
+        store.client.command(f"DROP VIEW {view} SYNC")
+        store.client.command(f"DROP TABLE {table} SYNC")
     store.client.command(f"DELETE FROM {SCHEMA_TABLE} WHERE version >= 3", settings={"mutations_sync": 2})
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 5
+    assert upgraded.schema_version == 6
     assert_copy_is_exact(upgraded)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in error_rows(random.Random(23), 30)]
     upgraded.append(rows_to_table(more))  # and the view keeps it from then on

@@ -104,15 +104,19 @@ def test_chfacts002_upgrading_a_database_fills_the_table_from_its_events(chdb_se
     store, _ = open_event_store(chdb_settings)
     rows = random_events(random.Random(12), 200)
     store.append(rows_to_table(rows))
-    # What a database of schema version 1 looks like: events, no sessions and no copy of the error rows.
-    for view, table in (("sessions_mv", "sessions"), ("error_events_mv", "error_events")):
+    # What a database of schema version 1 looks like: events, no sessions and no copies of the error or goal rows.
+    for view, table in (
+        ("sessions_mv", "sessions"),
+        ("error_events_mv", "error_events"),
+        ("goal_events_mv", "goal_events"),
+    ):
         store.client.command(f"DROP VIEW {view} SYNC")
         store.client.command(f"DROP TABLE {table} SYNC")
     store.client.command(f"DELETE FROM {SCHEMA_TABLE} WHERE version >= 2", settings={"mutations_sync": 2})
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == len(MIGRATIONS) == 5
+    assert upgraded.schema_version == len(MIGRATIONS) == 6
     assert finished(upgraded) == duckdb_facts(rows)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(13), 20)]
     upgraded.append(rows_to_table(more))  # and the view keeps it from then on
@@ -135,7 +139,7 @@ def test_chfacts010_upgrading_to_version_4_gives_the_stored_sessions_their_paths
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 5
+    assert upgraded.schema_version == 6
     assert finished(upgraded) == duckdb_facts(rows)
     assert any(row[-1] for row in finished(upgraded))  # sessions with pageviews list their paths
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(17), 20)]
