@@ -232,11 +232,13 @@ def test_chfacts005_users_from_numbers_and_strings_equal_a_count_by_hand_on_both
 @pytest.fixture(scope="module")
 def both_stores(chdb_client: Any, chdb_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The same 1500 random sessions in a ClickHouse store and in DuckDB. The ClickHouse store gets them in batches
-    of random size and order, so its ``sessions`` parts hold partial rows of many sessions that reads must merge."""
+    of random size and order, so its ``sessions`` parts hold partial rows of many sessions that reads must merge.
+    Its background merges of that table are stopped: they would combine those rows at a time of their own."""
     name = fresh_database(chdb_client)
     data_dir = tmp_path_factory.mktemp("chfacts") / "data"
     settings = load_settings({}, data_dir=str(data_dir), secret_key=SECRET, events_url=chdb_url(chdb_path, name))
     store, _ = open_event_store(settings)
+    chdb_client.command(f"SYSTEM STOP MERGES `{name}`.sessions")
     rng = random.Random(20261128)
     rows = random_events(rng, 1500)
     append_shuffled(store, rows, rng)
