@@ -74,10 +74,11 @@ class Dialect:
     # the error names 3.5 -> 0.6 s (``store/clickhouse_schema.py``); on DuckDB (``store/duckdb.py``) the error names
     # 944 -> 313 ms, a message's occurrences 1,434 -> 184 ms and its series 328 -> 99 ms.
     error_rows: str = "error_events"
-    # The table the goals other than path goals read their matching events from (``query/goals.py``): ``events``, or
-    # a store's copy of the rows of the types those goals match (``GOAL_EVENT_TYPES``, about a fifth of the events)
-    # ordered so a day's rows of one type and name lie together. ClickHouse keeps one: at 100M events the sessions
-    # with a ``signup`` event 1.9 -> 0.16 s (``store/clickhouse_schema.py``).
+    # The table the goals other than path goals and the filters on an event property read their matching events from
+    # (``query/goals.py``, ``facts.whole_sessions``): ``events``, or a store's copy of the rows of the types those
+    # goals match (``GOAL_EVENT_TYPES``, about a fifth of the events) ordered so a day's rows of one type and name lie
+    # together. ClickHouse keeps one: at 100M events the sessions with a ``signup`` event 1.9 -> 0.16 s
+    # (``store/clickhouse_schema.py``).
     goal_rows: str = "events"
     # Whether the copies (error rows, goal rows) are written after the events (by views) rather than in the
     # transaction storing them: then a read's cache key counts every table (``scope.window_version_query``).

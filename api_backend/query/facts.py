@@ -244,13 +244,19 @@ def _before_end(column: str, window: Window, p: Params) -> str:
 
 
 def _any_event(f: Filter, scope: Scope, d: Dialect, p: Params) -> str:
-    """``session_id [NOT] IN (...)``: whole sessions with (without) an in-window event matching ``f``."""
+    """``session_id [NOT] IN (...)``: whole sessions with (without) an in-window event matching ``f``.
+
+    A filter on an event property matches custom events only, which the store's copy of the goals' rows holds too
+    (``Dialect.goal_rows``).
+    """
     negative = f.type in POSITIVE_OF
     condition = compare(row_expression(f.parameter, d, p), POSITIVE_OF.get(f.type, f.type), f.values, d, p)
+    rows = "events"
     if f.prop_key is not None:
         condition = f"type = 'custom_event' AND {condition}"
+        rows = d.goal_rows
     in_window = window_condition(scope.site_ids, scope.window, p)
-    matching = f"SELECT session_id FROM events WHERE {in_window} AND {condition}"
+    matching = f"SELECT session_id FROM {rows} WHERE {in_window} AND {condition}"
     return f"session_id {'NOT IN' if negative else 'IN'} ({matching})"
 
 

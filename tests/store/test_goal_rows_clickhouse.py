@@ -25,7 +25,10 @@ from api_backend.query.goals import (
     build_goals_query,
     goal_condition,
 )
+from api_backend.query.metric import build_metric_query
+from api_backend.query.overview import build_overview_query
 from api_backend.query.scope import Scope
+from api_backend.query.sessions import build_session_page_query
 from api_backend.query.sql import Params, Query
 from api_backend.query.window import Window
 from api_backend.store.clickhouse_schema import SCHEMA_TABLE
@@ -224,3 +227,29 @@ def test_chgoal007_goal_queries_read_the_same_answers_from_the_copy(chdb_store, 
         listed = chdb_store.query_dicts(*CLICKHOUSE.bind(goal_queries(scope, goal, CLICKHOUSE)["list, table"]))
         converted += sum(listed[0][f"g{i}"] for i in range(1, len(GOALS)))
     assert converted > 50  # the windows hold conversions of the goals read from the copy
+
+
+def test_chgoal008_sessions_filtered_on_an_event_property_are_found_in_the_copy(chdb_store):
+    """The whole sessions with (or without) a custom event of a property value are looked up among the copied rows,
+    with the same answers as from ``events``."""
+    rng = random.Random(40)
+    chdb_store.append(rows_to_table(goal_rows(rng, 600)))
+    from_events = dataclasses.replace(CLICKHOUSE, goal_rows="events")
+    answered = 0
+    for case in range(8):
+        start = datetime(2026, 3, 1) + timedelta(hours=rng.randrange(0, 24 * 20))
+        window = Window(start, start + timedelta(days=rng.randrange(2, 15)), rng.choice(["UTC", "Asia/Kolkata"]))
+        kind = ("equals", "not_equals", "contains", "is_null")[case % 4]
+        values: tuple[str, ...] = () if kind == "is_null" else ("pro",)
+        scope = Scope((1,), window, (Filter("prop:plan", kind, values),))
+        for build, args in (
+            (build_overview_query, (scope,)),
+            (build_metric_query, (scope, "channel", 20, 0)),
+            (build_session_page_query, (scope, 25, 0)),
+        ):
+            query, plain = forms(build(*args, CLICKHOUSE))["table"], forms(build(*args, from_events))["table"]
+            assert "FROM goal_events" in query.sql and "goal_events" not in plain.sql
+            answer = chdb_store.query_dicts(*CLICKHOUSE.bind(query))
+            assert answer == chdb_store.query_dicts(*from_events.bind(plain)), (case, scope)
+            answered += bool(answer)
+    assert answered == 24
