@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.scope import window_version_query
+from api_backend.query.scope import window_parts_version_query, window_version_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
 
@@ -40,7 +40,7 @@ Rows = list[dict[str, Any]]
 T = TypeVar("T")
 
 
-def _key(query: Query, version: int) -> tuple[Any, ...]:
+def _key(query: Query, version: Hashable) -> tuple[Any, ...]:
     return query.sql, tuple(sorted((k, repr(v)) for k, v in query.params.items())), version
 
 
@@ -96,6 +96,30 @@ class SharedResults(Generic[T]):
         future.set_result(value)
         return value
 
+    def peek(self, key: Hashable) -> T | None:
+        """The value kept for ``key``, if one is computed and not stale; None otherwise (nothing is computed)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or time.monotonic() - entry[0] > self._ttl:
+                return None
+            at, future = entry
+            if not future.done() or future.exception() is not None:
+                return None
+            self._entries.move_to_end(key)
+        return future.result()
+
+    def put(self, key: Hashable, value: T) -> None:
+        """Keep ``value`` for ``key`` (unless ``keep`` refuses it), as if computed now."""
+        if not self._keep(value):
+            return
+        future: Future[T] = Future()
+        future.set_result(value)
+        with self._lock:
+            self._entries[key] = (time.monotonic(), future)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+
     def _forget(self, key: Hashable, future: Future[T]) -> None:
         with self._lock:
             if self._entries.get(key, (0.0, None))[1] is future:
@@ -113,9 +137,22 @@ class ResultCache:
         self._results: SharedResults[Rows] = SharedResults(
             ttl, max_entries, keep=lambda rows: len(rows) <= max_rows and not (rows and rows[0].get("stale_result"))
         )
+        self._computed = 0
+        self._computed_lock = threading.Lock()
 
     def __len__(self) -> int:
+        """The entries kept (an answer may be kept under two keys, see ``run``)."""
         return len(self._results)
+
+    @property
+    def computed(self) -> int:
+        """How many answers were computed rather than found."""
+        return self._computed
+
+    def _compute(self, query: Query, run: Runner) -> Rows:
+        with self._computed_lock:
+            self._computed += 1
+        return run(query)
 
     def clear(self) -> None:
         """Forget every entry (a site was deleted: its id may be given to a new site, whose counts could match)."""
@@ -127,13 +164,26 @@ class ResultCache:
         Where the store writes the ``sessions`` table after the events (``Dialect.merged_sessions``), a query that
         may read it picks its form first (``facts.facts_where_cheaper``), and the form picked is what is keyed: only a
         read of the table needs a key counting the table too, which costs a read of it (at 100M events 14-28 ->
-        360-500 ms), so the grouping of the events keeps the cheap key.
+        360-500 ms), so the grouping of the events keeps the cheap key. A read of the table first tries the key of
+        the table's parts (``scope.window_parts_version_query``), which changes with any write to the table; then the
+        costly key, whose answer it keeps under both.
         """
         narrowing = query.narrowing
         if narrowing is not None and query.reads_sessions and self._dialect.merged_sessions:
             query = narrowing.then(run(narrowing.first))
         sessions = query.reads_sessions and self._dialect.merged_sessions
+        parts_key = None
+        if sessions:
+            (parts,) = run(window_parts_version_query(site_ids, window, self._dialect))
+            if parts["parts"] is not None:
+                parts_key = _key(query, ("parts", int(parts["n"]), parts["parts"]))
+                kept = self._results.peek(parts_key)
+                if kept is not None:
+                    return [dict(row) for row in kept]
         version = int(run(window_version_query(site_ids, window, self._dialect, sessions=sessions))[0]["n"])
-        rows = self._results.get(_key(query, version), lambda: run(query))
+        rows = self._results.get(_key(query, version), lambda: self._compute(query, run))
+        if parts_key is not None:
+            # Taken before the costly key, the parts' key is no newer than the answer: a write in between changed it.
+            self._results.put(parts_key, rows)
         # Callers get their own dicts, so nothing they do to a result can change what the cache holds.
         return [dict(row) for row in rows]

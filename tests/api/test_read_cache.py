@@ -6,6 +6,7 @@ Numbers are checked against truth counted here in Python from the generated even
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from api_backend.query.dialect import DUCKDB
 from api_backend.query.sql import Query
-from api_backend.read.results import ResultCache
+from api_backend.read.results import ResultCache, SharedResults
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.events import rows_to_table
 from tests.support import make_site
@@ -78,12 +79,12 @@ def test_cache001_repeated_read_is_answered_from_the_cache(client, owner, servic
     first = _overview(client, owner, site.site_id)
     assert first == _truth(rows)
     cache = services.reader.results
-    assert len(cache) == 1
-    # A second identical read reuses the entry; a different question adds one.
+    assert cache.computed == 1
+    # A second identical read reuses the answer; a different question computes one.
     assert _overview(client, owner, site.site_id) == first
-    assert len(cache) == 1
+    assert cache.computed == 1
     _pricing_sessions(client, owner, site.site_id)
-    assert len(cache) == 2
+    assert cache.computed == 2
 
 
 @pytest.mark.parametrize("path", ["writer", "append"])
@@ -114,10 +115,11 @@ def test_cache003_events_outside_the_window_keep_the_entry(client, owner, servic
     services.events.append(rows_to_table(longer))
     rows = rows + longer
     first = _overview(client, owner, site.site_id)
-    services.events.append(rows_to_table(_rows(site.site_id, 3, datetime(2026, 6, 2, 9), prefix="june")))
     cache = services.reader.results
+    computed = cache.computed
+    services.events.append(rows_to_table(_rows(site.site_id, 3, datetime(2026, 6, 2, 9), prefix="june")))
     assert _overview(client, owner, site.site_id) == first == _truth(rows)
-    assert len(cache) == 1  # the June events did not change May's key
+    assert cache.computed == computed  # the June events did not change May's key
 
 
 def test_cache004_concurrent_misses_share_one_run_and_errors_are_not_kept():
@@ -154,6 +156,27 @@ def test_cache004_concurrent_misses_share_one_run_and_errors_are_not_kept():
     with pytest.raises(RuntimeError):
         cache.run(query, (1,), window, fail)
     assert cache.run(query, (1,), window, lambda q: [{"n": 6}] if "count" in q.sql else [{"x": 3}]) == [{"x": 3}]
+
+
+def test_cache009_peek_gives_only_computed_fresh_values_and_put_keeps_what_the_cache_would(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    shared: SharedResults[list[int]] = SharedResults(ttl=10.0, max_entries=2, keep=lambda rows: len(rows) < 3)
+    assert shared.peek("a") is None  # nothing computed, and peeking computes nothing
+    assert shared.get("a", lambda: [1]) == [1] and shared.peek("a") == [1]
+    with pytest.raises(RuntimeError):
+        shared.get("b", lambda: (_ for _ in ()).throw(RuntimeError("down")))
+    assert shared.peek("b") is None  # a failed computation is not a value
+    shared.put("c", [1, 2, 3])  # refused by ``keep``, as ``get`` would refuse it
+    assert shared.peek("c") is None
+    shared.put("d", [4])
+    assert shared.peek("d") == [4]
+    now[0] += 11
+    assert shared.peek("a") is None and shared.peek("d") is None  # older than the TTL
+    shared.put("e", [5])
+    shared.put("f", [6])
+    shared.put("g", [7])  # at most two kept: the least recently used leaves
+    assert (shared.peek("e"), shared.peek("f"), shared.peek("g")) == (None, [6], [7])
 
 
 def test_cache005_org_usage_sees_an_acknowledged_write(client, owner, services, seeded):
@@ -252,9 +275,9 @@ def test_cache008_the_daily_series_counts_sessions_crossing_midnight_and_caches_
     # later, crosses from the 11th into the 12th.
     assert series() == [(1, 2, 1), (1, 2, 2), (1, 1, 1)]
     cache = services.reader.results
-    entries = len(cache)
+    computed = cache.computed
     assert series() == [(1, 2, 1), (1, 2, 2), (1, 1, 1)]
-    assert len(cache) == entries
+    assert cache.computed == computed
     services.writer.write(
         session("d", "u3", [night + timedelta(days=1, minutes=1), night + timedelta(days=1, minutes=20)])
     )

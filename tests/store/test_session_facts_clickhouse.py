@@ -36,7 +36,7 @@ from api_backend.query.overview import (
     build_overview_series_events_query,
     build_overview_series_query,
 )
-from api_backend.query.scope import Scope, window_version_query
+from api_backend.query.scope import Scope, window_parts_version_query, window_version_query
 from api_backend.query.sessions import build_session_page_events_query, build_session_page_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
@@ -392,14 +392,71 @@ def test_chfacts009_the_cache_key_counts_the_table_only_when_the_read_picked_tak
         got = cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
         assert_same(got, want, share)
         assert sent[0].startswith("SELECT (SELECT count(*) FROM events") and "system.parts" in sent[0]
+        if counts_table:  # the key of the table's parts is tried first
+            assert "system.parts" in sent[1] and "FROM sessions" not in sent[1]
+            del sent[1]
         key, answer = sent[1], sent[2]
         assert key.startswith("SELECT (SELECT count(*) FROM events") and "system.parts" not in key
         assert ("sum(events) FROM sessions" in key) == counts_table
         assert ("FROM sessions AS stored FINAL" in answer) == counts_table
-        # The same answer again, from the cache: only the narrowing and the key run.
+        # The same answer again, from the cache: only the narrowing and one key run (the parts' for the table).
         sent.clear()
         assert cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run) == got
         assert len(sent) == 2 and "FINAL" not in sent[0] + sent[1]
+        assert ("sum(events) FROM sessions" not in sent[1]) and (("system.parts" in sent[1]) == counts_table)
+
+
+def test_chfacts017_a_read_of_the_table_is_kept_under_its_parts_and_found_by_the_sum_after_other_writes(
+    chdb_store, monkeypatch
+):
+    """A read of the table is kept under the names of the table's parts (with the window's counts) and under the sum
+    of its rows around the window. Nothing written: the parts' key answers, without the sum. A write to the table
+    outside the window changes the parts, not the sum: the sum's key answers, without the read. A write into the
+    window changes both: the read runs again and sees it."""
+    monkeypatch.setattr(facts_module, "MERGED_SHARE", 0.0)  # the table's form at any size
+    rng = random.Random(43)
+    rows = random_events(rng, 200)
+    chdb_store.append(rows_to_table([r for r in rows if r["site_id"] == 1]))
+    scope = Scope((1,), Window(START, START + timedelta(days=20), "UTC", mode="datetime"), ())
+    sent: list[str] = []
+
+    def run(query: Query) -> list[dict[str, Any]]:
+        sent.append(query.sql)
+        return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
+
+    def read() -> list[dict[str, Any]]:
+        sent.clear()
+        return cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
+
+    cache = ResultCache(CLICKHOUSE)
+    first = read()
+    assert len(sent) == 4 and "FINAL" in sent[3] and "sum(events) FROM sessions" in sent[2]
+    assert read() == first and len(sent) == 2 and "system.parts" in sent[1]  # the parts' key
+    # Another site's sessions: new parts, the same sum around the window.
+    chdb_store.append(rows_to_table([r for r in rows if r["site_id"] == 2]))
+    assert read() == first and len(sent) == 3 and "sum(events) FROM sessions" in sent[2]
+    assert read() == first and len(sent) == 2  # kept under the new parts too
+    # A session inside the window: the read runs again and counts it.
+    late = dict(rows[0], site_id=1, session_id="late", timestamp=START + timedelta(days=3), type="pageview")
+    chdb_store.append(rows_to_table([late]))
+    after = read()
+    assert len(sent) == 4 and "FINAL" in sent[3]
+    assert after[0]["sessions"] == first[0]["sessions"] + 1
+    assert_same(after, _answers(chdb_store, CLICKHOUSE, build_overview_events_query(scope, CLICKHOUSE)), scope)
+
+
+def test_chfacts018_the_parts_key_is_null_where_the_table_is_written_elsewhere(chdb_settings):
+    """Where ``sessions`` holds no parts sitelens writes (a cluster's ``Distributed`` table; here a ``Null`` one),
+    the parts' key is NULL and the cache takes the sum's; an empty table of this server has a key ('')."""
+    window = Window(START, START + timedelta(days=1), "UTC", mode="datetime")
+    query = window_parts_version_query((1,), window, CLICKHOUSE)
+    store, _ = open_event_store(chdb_settings)
+    assert store.query_dicts(*CLICKHOUSE.bind(query)) == [{"n": 0, "parts": ""}]
+    store.client.command("DROP VIEW sessions_mv SYNC")
+    store.client.command("DROP TABLE sessions SYNC")
+    store.client.command("CREATE TABLE sessions (site_id Int32) ENGINE = Null")
+    assert store.query_dicts(*CLICKHOUSE.bind(query)) == [{"n": 0, "parts": None}]
+    store.close()
 
 
 def test_chfacts011_the_series_reads_the_table_through_the_cache_for_windows_of_many_events(chdb_store, monkeypatch):
