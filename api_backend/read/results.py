@@ -137,6 +137,8 @@ class ResultCache:
         self._results: SharedResults[Rows] = SharedResults(
             ttl, max_entries, keep=lambda rows: len(rows) <= max_rows and not (rows and rows[0].get("stale_result"))
         )
+        # Per query read from the table, the window's rows (``n`` of its parts' key) when an answer was last kept.
+        self._counted: SharedResults[int] = SharedResults(ttl, max_entries)
         self._computed = 0
         self._computed_lock = threading.Lock()
 
@@ -157,6 +159,7 @@ class ResultCache:
     def clear(self) -> None:
         """Forget every entry (a site was deleted: its id may be given to a new site, whose counts could match)."""
         self._results.clear()
+        self._counted.clear()
 
     def run(self, query: Query, site_ids: tuple[int, ...], window: Window, run: Runner) -> Rows:
         """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window.
@@ -165,8 +168,9 @@ class ResultCache:
         may read it picks its form first (``facts.facts_where_cheaper``), and the form picked is what is keyed: only a
         read of the table needs a key counting the table too, which costs a read of it (at 100M events 14-28 ->
         360-500 ms), so the grouping of the events keeps the cheap key. A read of the table first tries the key of
-        the table's parts (``scope.window_parts_version_query``), which changes with any write to the table; then the
-        costly key, whose answer it keeps under both.
+        the table's parts (``scope.window_parts_version_query``), which changes with any write to the table. Then the
+        costly key, whose answer it keeps under both; unless the window's rows changed since the last answer kept for
+        the same question (a live window): the costly key could find none then, and the read runs at once.
         """
         narrowing = query.narrowing
         if narrowing is not None and query.reads_sessions and self._dialect.merged_sessions:
@@ -176,14 +180,22 @@ class ResultCache:
         if sessions:
             (parts,) = run(window_parts_version_query(site_ids, window, self._dialect))
             if parts["parts"] is not None:
-                parts_key = _key(query, ("parts", int(parts["n"]), parts["parts"]))
+                counted = int(parts["n"])
+                parts_key, query_key = _key(query, ("parts", counted, parts["parts"])), _key(query, "counted")
                 kept = self._results.peek(parts_key)
                 if kept is not None:
                     return [dict(row) for row in kept]
+                if self._counted.peek(query_key) not in (None, counted):
+                    # Rows entered the window since the last answer: the costly key, which counts them too, finds
+                    # none (at 100M events, skipping it skips a read of the site's whole table).
+                    rows = self._results.get(parts_key, lambda: self._compute(query, run))
+                    self._counted.put(query_key, counted)
+                    return [dict(row) for row in rows]
         version = int(run(window_version_query(site_ids, window, self._dialect, sessions=sessions))[0]["n"])
         rows = self._results.get(_key(query, version), lambda: self._compute(query, run))
         if parts_key is not None:
             # Taken before the costly key, the parts' key is no newer than the answer: a write in between changed it.
             self._results.put(parts_key, rows)
+            self._counted.put(query_key, counted)
         # Callers get their own dicts, so nothing they do to a result can change what the cache holds.
         return [dict(row) for row in rows]

@@ -412,11 +412,12 @@ def test_chfacts017_a_read_of_the_table_is_kept_under_its_parts_and_found_by_the
     """A read of the table is kept under the names of the table's parts (with the window's counts) and under the sum
     of its rows around the window. Nothing written: the parts' key answers, without the sum. A write to the table
     outside the window changes the parts, not the sum: the sum's key answers, without the read. A write into the
-    window changes both: the read runs again and sees it."""
+    window changes the counts: the read runs again at once, without the sum, and sees it."""
     monkeypatch.setattr(facts_module, "MERGED_SHARE", 0.0)  # the table's form at any size
     rng = random.Random(43)
-    rows = random_events(rng, 200)
-    chdb_store.append(rows_to_table([r for r in rows if r["site_id"] == 1]))
+    rows = random_events(rng, 300)
+    site_1, site_2 = [r for r in rows if r["site_id"] == 1], [r for r in rows if r["site_id"] == 2]
+    chdb_store.append(rows_to_table(site_1))
     scope = Scope((1,), Window(START, START + timedelta(days=20), "UTC", mode="datetime"), ())
     sent: list[str] = []
 
@@ -424,25 +425,28 @@ def test_chfacts017_a_read_of_the_table_is_kept_under_its_parts_and_found_by_the
         sent.append(query.sql)
         return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
 
-    def read() -> list[dict[str, Any]]:
+    def read() -> tuple[list[dict[str, Any]], list[str]]:
         sent.clear()
-        return cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
+        answer = cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
+        names = {"system.parts": "parts", "sum(events) FROM sessions": "sum", "AS stored FINAL": "read"}
+        return answer, [next((n for text, n in names.items() if text in sql), "?") for sql in sent[1:]]
 
     cache = ResultCache(CLICKHOUSE)
-    first = read()
-    assert len(sent) == 4 and "FINAL" in sent[3] and "sum(events) FROM sessions" in sent[2]
-    assert read() == first and len(sent) == 2 and "system.parts" in sent[1]  # the parts' key
+    first, steps = read()
+    assert steps == ["parts", "sum", "read"]
+    assert read() == (first, ["parts"])
     # Another site's sessions: new parts, the same sum around the window.
-    chdb_store.append(rows_to_table([r for r in rows if r["site_id"] == 2]))
-    assert read() == first and len(sent) == 3 and "sum(events) FROM sessions" in sent[2]
-    assert read() == first and len(sent) == 2  # kept under the new parts too
-    # A session inside the window: the read runs again and counts it.
-    late = dict(rows[0], site_id=1, session_id="late", timestamp=START + timedelta(days=3), type="pageview")
+    chdb_store.append(rows_to_table(site_2))
+    assert read() == (first, ["parts", "sum"])
+    assert read() == (first, ["parts"])  # kept under the new parts too
+    # A session inside the window: the read runs at once and counts it.
+    late = dict(site_1[0], session_id="late", timestamp=START + timedelta(days=3), type="pageview")
     chdb_store.append(rows_to_table([late]))
-    after = read()
-    assert len(sent) == 4 and "FINAL" in sent[3]
+    after, steps = read()
+    assert steps == ["parts", "read"]
     assert after[0]["sessions"] == first[0]["sessions"] + 1
     assert_same(after, _answers(chdb_store, CLICKHOUSE, build_overview_events_query(scope, CLICKHOUSE)), scope)
+    assert cache.computed == 2
 
 
 def test_chfacts018_the_parts_key_is_null_where_the_table_is_written_elsewhere(chdb_settings):
