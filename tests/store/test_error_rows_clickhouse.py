@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -109,20 +110,24 @@ def test_cherr004_an_orphan_error_row_alone_is_removed_too(chdb_settings):
     store.close()
 
 
-def test_cherr005_deletes_take_the_error_rows_with_them(chdb_store):
-    rows = error_rows(random.Random(27), 300)
-    chdb_store.append(rows_to_table(rows))
-    chdb_store.delete_site(2)
-    assert_copy_is_exact(chdb_store)
-    assert chdb_store.query("SELECT count() FROM error_events WHERE site_id = 2") == [(0,)]
+def assert_deletes_take_the_copy(store: Any, copy: str, assert_exact: Callable[[Any], None]) -> None:
+    """Deleting site 2, then ten days of site 1, leaves ``copy`` exact and without their rows."""
+    store.delete_site(2)
+    assert_exact(store)
+    assert store.query(f"SELECT count() FROM {copy} WHERE site_id = 2") == [(0,)]
     start, end = datetime(2026, 3, 10), datetime(2026, 3, 20)
-    chdb_store.delete_range(1, start, end)
-    assert_copy_is_exact(chdb_store)
-    assert chdb_store.query(
-        "SELECT count() FROM error_events WHERE site_id = 1 AND timestamp >= {s:DateTime64(3)} "
+    store.delete_range(1, start, end)
+    assert_exact(store)
+    assert store.query(
+        f"SELECT count() FROM {copy} WHERE site_id = 1 AND timestamp >= {{s:DateTime64(3)}} "
         "AND timestamp < {e:DateTime64(3)}",
         {"s": start, "e": end},
     ) == [(0,)]
+
+
+def test_cherr005_deletes_take_the_error_rows_with_them(chdb_store):
+    chdb_store.append(rows_to_table(error_rows(random.Random(27), 300)))
+    assert_deletes_take_the_copy(chdb_store, "error_events", assert_copy_is_exact)
 
 
 FILTERS = [

@@ -35,6 +35,7 @@ from api_backend.store.clickhouse_schema import SCHEMA_TABLE
 from api_backend.store.events import EVENT_COLUMNS, rows_to_table
 from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter
+from tests.store.test_error_rows_clickhouse import assert_deletes_take_the_copy
 from tests.store.test_session_facts import random_events
 from tests.support.clickhouse import crash_before_position
 
@@ -164,17 +165,7 @@ def test_chgoal005_an_orphan_goal_row_alone_is_removed_too(chdb_settings):
 
 def test_chgoal006_deletes_take_the_goal_rows_with_them(chdb_store):
     chdb_store.append(rows_to_table(goal_rows(random.Random(37), 300)))
-    chdb_store.delete_site(2)
-    assert_copy_is_exact(chdb_store)
-    assert chdb_store.query("SELECT count() FROM goal_events WHERE site_id = 2") == [(0,)]
-    start, end = datetime(2026, 3, 10), datetime(2026, 3, 20)
-    chdb_store.delete_range(1, start, end)
-    assert_copy_is_exact(chdb_store)
-    assert chdb_store.query(
-        "SELECT count() FROM goal_events WHERE site_id = 1 AND timestamp >= {s:DateTime64(3)} "
-        "AND timestamp < {e:DateTime64(3)}",
-        {"s": start, "e": end},
-    ) == [(0,)]
+    assert_deletes_take_the_copy(chdb_store, "goal_events", assert_copy_is_exact)
 
 
 FILTERS = [
