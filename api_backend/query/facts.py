@@ -150,8 +150,9 @@ def facts_answer(scope: Scope, d: Dialect, shared_columns: bool = False) -> bool
     return all(f.parameter in _COLUMN for f in scope.session_filters if f.is_session_level)
 
 
-# The columns of a merged ``sessions`` row holding the final value of an aggregate state (ClickHouse).
-_STATES = ("user_value", "entry_page", "exit_page", "channel", *FIRST_SET_PARAMETERS)
+# The columns of a ``sessions`` row holding a value picked from one of the session's events as a ``(key, value)``
+# pair (ClickHouse, ``store/clickhouse_schema.py``).
+_PICKED = ("user_value", "entry_page", "exit_page", "channel", *FIRST_SET_PARAMETERS)
 
 
 def sessions_relation(d: Dialect) -> str:
@@ -163,8 +164,8 @@ def sessions_relation(d: Dialect) -> str:
     """
     if not d.merged_sessions:
         return "sessions"
-    # Qualified, so each names the stored state and not the alias the finalized value takes.
-    finals = ", ".join(f"finalizeAggregation(stored.{name}) AS {name}" for name in _STATES)
+    # Qualified, so each names the stored pair and not the alias its value takes.
+    finals = ", ".join(f"tupleElement(stored.{name}, 2) AS {name}" for name in _PICKED)
     merged = (
         "SELECT stored.site_id AS site_id, stored.session_id AS session_id, stored.first_seen AS first_seen, "
         "stored.last_seen AS last_seen, stored.pageviews AS pageviews, stored.pathnames AS pathnames, "

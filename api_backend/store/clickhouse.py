@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from api_backend.query.goals import GoalSpec
-from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, session_states_sql
+from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, sessions_fill_sql
 from api_backend.store.events import (
     EVENT_COLUMNS,
     EVENT_SCHEMA,
@@ -263,7 +263,7 @@ class ClickHouseEventStore:
             self.client.command(
                 f"DELETE FROM {self._delete_sessions} WHERE {where}", parameters=ids, settings=_DELETE_SETTINGS
             )
-            self.client.command(f"INSERT INTO sessions {session_states_sql('events', where)}", parameters=ids)
+            self.client.command(sessions_fill_sql("sessions", "events", where), parameters=ids)
 
     # -- EventStore -----------------------------------------------------------------------------------------------
 

@@ -22,7 +22,10 @@ Choices, each because of how sitelens reads:
   ``events`` feeds with each inserted block's partial states; merges (and a read's ``GROUP BY`` with the ``-Merge``
   functions) combine the parts of one session. ``max_log_seq`` tells recovery which sessions hold rows it deletes.
   Schema version 4 adds ``pathnames``, each session's distinct pageview paths, so the metric by pathname reads the
-  table as DuckDB's does; the other columns DuckDB keeps (goal bits, a numeric key) stay DuckDB's.
+  table as DuckDB's does; the other columns DuckDB keeps (goal bits, a numeric key) stay DuckDB's. Schema version 7
+  keeps each value a session takes from one of its events (its user, entry and exit pages, channel, first non-empty
+  values) as a ``(key, value)`` tuple merged by ``min`` or ``max`` instead of an ``argMin`` / ``argMax`` state: a read
+  takes the tuples as they are, where it had to finish each state (``_pick_pairs``).
 - ``error_events`` (schema version 3) holds a copy of the ``type = 'error'`` rows, written by a materialized view on
   ``events`` with each insert: the same columns, partitioning and order. Errors are about 1% of the events and lie
   in every granule of ``events``, so the error routes read them from here (at 100M events the error series reads
@@ -57,8 +60,10 @@ __all__ = [
     "error_rows_sql",
     "events_columns_sql",
     "goal_rows_sql",
+    "pairs_sql",
     "pathnames_sql",
     "session_states_sql",
+    "sessions_fill_sql",
     "sessions_final_sql",
     "single_node_sql",
     "timestamp_codec_sql",
@@ -117,12 +122,14 @@ def _position_table(name: str, engine: str, on_cluster: str = "") -> str:
 
 _TIME = "DateTime64(3, 'UTC')"
 _PAGEVIEW = "type = 'pageview'"
-# (column, column type, state expression over events, finalising expression); the state expressions are the
-# ClickHouse spelling of ``query.facts.session_aggregates``.
-_FIRST_SET_STATES = tuple(
-    (name, f"AggregateFunction(argMin, String, {_TIME})", "{expr}", f"argMinMerge({name})")
-    for name in FIRST_SET_PARAMETERS
-)
+# The times a pair taken by ``min`` (``max``) holds where a block has no row for it: later (earlier) than any event's,
+# so it loses every merge with a block that has one, and its value is '' as DuckDB's is for no row.
+_NO_ROW_KEY = {
+    "min": "toDateTime64('2299-12-31 23:59:59.999', 3, 'UTC')",
+    "max": "toDateTime64('1900-01-01 00:00:00', 3, 'UTC')",
+}
+# The sessions schema versions: 2 creates the table, 4 adds ``pathnames``, 7 keeps each picked value as a pair.
+SESSIONS_VERSION = 7
 
 
 def _literal(value: object) -> str:
@@ -135,6 +142,60 @@ def _inline(sql: str, p: Params) -> str:
     return re.sub(r"\$(p\d+)\b", lambda m: _literal(p.values[m.group(1)]), sql)
 
 
+def _picks() -> list[tuple[str, str, str, str, str, str | None]]:
+    """``(column, min or max, key type, key, value, condition or None)`` of each value a session takes from one of its
+    events: the value of the event with the least (greatest) key among those where the condition holds. They are the
+    ClickHouse spelling of the ``arg_min`` / ``arg_max`` aggregates of ``query.facts.session_aggregates``."""
+    d = CLICKHOUSE
+    picks: list[tuple[str, str, str, str, str, str | None]] = [
+        ("user_value", "max", "Int64", user_key(d), f"toString({EFFECTIVE_USER})", None),
+        ("entry_page", "min", _TIME, "timestamp", "toString(pathname)", _PAGEVIEW),
+        ("exit_page", "max", _TIME, "timestamp", "toString(pathname)", _PAGEVIEW),
+        ("channel", "min", "Int64", channel_key(d), "toString(channel)", None),
+    ]
+    for name in FIRST_SET_PARAMETERS:
+        p = Params()
+        expr = _inline(row_expression(name, d, p), p)
+        picks.append((name, "min", _TIME, "timestamp", f"toString({expr})", f"{expr} != ''"))
+    return picks
+
+
+def _pick_states() -> list[tuple[str, str, str, str]]:
+    """The picked values as schema versions 2 to 6 keep them: ``argMin`` / ``argMax`` states, finished by their
+    ``-Merge`` functions."""
+    states = []
+    for name, pick, key_type, key, value, condition in _picks():
+        function = "argMin" if pick == "min" else "argMax"
+        state = f"{function}State{'If' if condition else ''}({value}, {key}{', ' + condition if condition else ''})"
+        states.append((name, f"AggregateFunction({function}, String, {key_type})", state, f"{function}Merge({name})"))
+    return states
+
+
+def _pick_pairs() -> list[tuple[str, str, str, str]]:
+    """The picked values as schema version 7 keeps them: a ``(key, value)`` tuple merged by ``min`` or ``max``.
+
+    A tuple compares by its key first, so merging two partial rows keeps the pair of the least (greatest) key, as
+    merging the states did. The tuple columns are read as they are: finishing the states took most of the time a read
+    of the merged table spends on the sessions' users (``bench/analysis.md``).
+    """
+    pairs = []
+    for name, pick, key_type, key, value, condition in _picks():
+        key = f"toInt64({key})" if key_type == "Int64" else key
+        arg = "argMin" if pick == "min" else "argMax"
+        # A block's pair is built once per session from the plain aggregates, not compared row by row as a tuple:
+        # ``min`` over tuples made each insert a fifth slower.
+        if condition:
+            state = (
+                f"if(countIf({condition}) = 0, tuple({_NO_ROW_KEY[pick]}, ''), "
+                f"tuple({pick}If({key}, {condition}), {arg}If({value}, {key}, {condition})))"
+            )
+        else:
+            state = f"tuple({pick}({key}), {arg}({value}, {key}))"
+        column_type = f"SimpleAggregateFunction({pick}, Tuple({key_type}, String))"
+        pairs.append((name, column_type, state, f"tupleElement({pick}({name}), 2)"))
+    return pairs
+
+
 # The column schema version 4 adds: each session's distinct pageview paths, the lists DuckDB's table keeps
 # (``facts.pathnames``), merged by union.
 _PATHNAMES = (
@@ -145,57 +206,33 @@ _PATHNAMES = (
 )
 
 
-def _session_columns(version: int = 4) -> list[tuple[str, str, str, str]]:
+def _session_columns(version: int = SESSIONS_VERSION) -> list[tuple[str, str, str, str]]:
     """``(column, type, state over a block of events, finalising aggregate)`` of every ``sessions`` column of the
-    schema ``version`` (2: the table as created; 4: with ``pathnames``, last, where ``ADD COLUMN`` puts it)."""
-    d = CLICKHOUSE
-    user_sort = user_key(d)
-    channel_sort = channel_key(d)
+    schema ``version``, in the table's order: 2, the table as created; 4, with ``pathnames`` last, where ``ADD
+    COLUMN`` puts it; 7, with the picked values dropped and added again as pairs, after it."""
     columns = [
         ("first_seen", f"SimpleAggregateFunction(min, {_TIME})", "min(timestamp)", "min(first_seen)"),
         ("last_seen", f"SimpleAggregateFunction(max, {_TIME})", "max(timestamp)", "max(last_seen)"),
         ("pageviews", "SimpleAggregateFunction(sum, UInt64)", f"countIf({_PAGEVIEW})", "sum(pageviews)"),
         ("events", "SimpleAggregateFunction(sum, UInt64)", "count()", "sum(events)"),
         ("max_log_seq", "SimpleAggregateFunction(max, UInt64)", "max(log_seq)", "max(max_log_seq)"),
-        (
-            "user_value",
-            "AggregateFunction(argMax, String, Int64)",
-            f"argMaxState(toString({EFFECTIVE_USER}), {user_sort})",
-            "argMaxMerge(user_value)",
-        ),
-        (
-            "users",
-            "SimpleAggregateFunction(groupUniqArrayArray, Array(String))",
-            f"groupUniqArray(toString({EFFECTIVE_USER}))",
-            "groupUniqArrayArray(users)",
-        ),
-        (
-            "entry_page",
-            f"AggregateFunction(argMin, String, {_TIME})",
-            f"argMinStateIf(toString(pathname), timestamp, {_PAGEVIEW})",
-            "argMinMerge(entry_page)",
-        ),
-        (
-            "exit_page",
-            f"AggregateFunction(argMax, String, {_TIME})",
-            f"argMaxStateIf(toString(pathname), timestamp, {_PAGEVIEW})",
-            "argMaxMerge(exit_page)",
-        ),
-        (
-            "channel",
-            "AggregateFunction(argMin, String, Int64)",
-            f"argMinState(toString(channel), {channel_sort})",
-            "argMinMerge(channel)",
-        ),
     ]
-    for name, typ, _, final in _FIRST_SET_STATES:
-        p = Params()
-        expr = _inline(row_expression(name, d, p), p)
-        columns.append((name, typ, f"argMinStateIf(toString({expr}), timestamp, {expr} != '')", final))
+    users = (
+        "users",
+        "SimpleAggregateFunction(groupUniqArrayArray, Array(String))",
+        f"groupUniqArray(toString({EFFECTIVE_USER}))",
+        "groupUniqArrayArray(users)",
+    )
+    if version >= 7:
+        return [*columns, users, _PATHNAMES, *_pick_pairs()]
+    states = _pick_states()
+    columns = [*columns, states[0], users, *states[1:]]
     return [*columns, _PATHNAMES] if version >= 4 else columns
 
 
-def session_states_sql(source: str = "events", where: str = "", settings: str = "", version: int = 4) -> str:
+def session_states_sql(
+    source: str = "events", where: str = "", settings: str = "", version: int = SESSIONS_VERSION
+) -> str:
     """``SELECT`` of the ``sessions`` columns' partial states over the rows of ``source`` (the view's query), in the
     table's column order, for the schema ``version``.
 
@@ -210,11 +247,19 @@ def session_states_sql(source: str = "events", where: str = "", settings: str = 
     )
 
 
-def sessions_final_sql(where: str = "") -> str:
-    """One finished row per session (``GROUP BY`` merging the parts not merged yet), as DuckDB's table reads."""
-    finals = ",\n    ".join(f"{final} AS {name}" for name, _, _, final in _session_columns())
+def sessions_fill_sql(target: str, source: str, where: str = "", settings: str = "") -> str:
+    """``INSERT`` into the ``sessions`` table ``target`` of the states over the rows of ``source`` (``WHERE where``),
+    naming the columns it writes, so the table's order of them does not matter."""
+    names = ", ".join(f"`{name}`" for name, *_ in _session_columns())
+    return f"INSERT INTO {target} (`site_id`, `session_id`, {names}) {session_states_sql(source, where, settings)}"
+
+
+def sessions_final_sql(where: str = "", version: int = SESSIONS_VERSION) -> str:
+    """One finished row per session (``GROUP BY`` merging the parts not merged yet), as DuckDB's table reads, from a
+    table of the schema ``version``."""
+    finals = ",\n    ".join(f"{final} AS {name}" for name, _, _, final in _session_columns(version))
     tail = f" WHERE {where}" if where else ""
-    # -Merge functions must meet the states they were written as, not their -OrNull form; an empty state is ''.
+    # The aggregates in their own form, not their -OrNull one: a pair of no row holds ''.
     return (
         f"SELECT site_id, session_id,\n    {finals}\nFROM sessions{tail}\nGROUP BY site_id, session_id\n"
         "SETTINGS aggregate_functions_null_for_empty = 0"
@@ -222,7 +267,7 @@ def sessions_final_sql(where: str = "") -> str:
 
 
 def _sessions_table(name: str, engine: str, on_cluster: str = "") -> str:
-    """The table as schema version 2 creates it (version 4 adds a column)."""
+    """The table as schema version 2 creates it (versions 4 and 7 change its columns)."""
     columns = ",\n    ".join(f"`{col}` {typ}" for col, typ, _, _ in _session_columns(2))
     return (
         f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (\n    `site_id` Int32,\n    `session_id` String,"
@@ -230,7 +275,7 @@ def _sessions_table(name: str, engine: str, on_cluster: str = "") -> str:
     )
 
 
-def _sessions_view(name: str, target: str, source: str, on_cluster: str = "", version: int = 4) -> str:
+def _sessions_view(name: str, target: str, source: str, on_cluster: str = "", version: int = SESSIONS_VERSION) -> str:
     states = session_states_sql(source, version=version)
     return f"CREATE MATERIALIZED VIEW IF NOT EXISTS {name}{on_cluster} TO {target} AS\n{states}"
 
@@ -265,9 +310,38 @@ def pathnames_sql(database: str | None = None) -> list[str]:
     return [
         _add_pathnames(f"{prefix}sessions"),
         f"DROP VIEW IF EXISTS {prefix}sessions_mv",
-        _sessions_view(f"{prefix}sessions_mv", f"{prefix}sessions", f"{prefix}events"),
+        _sessions_view(f"{prefix}sessions_mv", f"{prefix}sessions", f"{prefix}events", version=4),
         f"TRUNCATE TABLE {prefix}sessions",
-        f"INSERT INTO {prefix}sessions {session_states_sql(f'{prefix}events')}",
+        f"INSERT INTO {prefix}sessions {session_states_sql(f'{prefix}events', version=4)}",
+    ]
+
+
+def _drop_picks(table: str, on_cluster: str = "") -> str:
+    drops = ", ".join(f"DROP COLUMN IF EXISTS `{name}`" for name, *_ in _pick_pairs())
+    return f"ALTER TABLE {table}{on_cluster} {drops}"
+
+
+def _add_picks(table: str, on_cluster: str = "") -> str:
+    adds = ", ".join(f"ADD COLUMN IF NOT EXISTS `{name}` {typ}" for name, typ, _, _ in _pick_pairs())
+    return f"ALTER TABLE {table}{on_cluster} {adds}"
+
+
+def pairs_sql(database: str | None = None) -> list[str]:
+    """Schema version 7: ``sessions`` keeps each picked value (user, entry and exit pages, channel, first non-empty
+    values) as a ``(key, value)`` pair instead of an aggregate state (``_pick_pairs``).
+
+    A column cannot change from a state to a pair, so each is dropped and added again under its name; the view is
+    replaced and the table filled again from every event, as version 4 did. Run again after an interruption, each
+    statement finds or rebuilds what it makes (a pair column dropped again is filled again).
+    """
+    prefix = f"`{database}`." if database else ""
+    return [
+        f"DROP VIEW IF EXISTS {prefix}sessions_mv",
+        _drop_picks(f"{prefix}sessions"),
+        _add_picks(f"{prefix}sessions"),
+        _sessions_view(f"{prefix}sessions_mv", f"{prefix}sessions", f"{prefix}events", version=7),
+        f"TRUNCATE TABLE {prefix}sessions",
+        sessions_fill_sql(f"{prefix}sessions", f"{prefix}events"),
     ]
 
 
@@ -395,7 +469,7 @@ def _cluster_versions(cluster: str, database: str) -> list[list[str]]:
             _add_pathnames(f"{db}.sessions_local", on),
             _add_pathnames(f"{db}.sessions", on),
             f"DROP VIEW IF EXISTS {db}.sessions_mv{on}",
-            _sessions_view(f"{db}.sessions_mv", f"{db}.sessions_local", f"{db}.events_local", on),
+            _sessions_view(f"{db}.sessions_mv", f"{db}.sessions_local", f"{db}.events_local", on, version=4),
         ],
         [_timestamp_codec(f"{db}.events_local", on), _timestamp_codec(f"{db}.error_events_local", on)],
         [
@@ -404,6 +478,14 @@ def _cluster_versions(cluster: str, database: str) -> list[list[str]]:
             f"CREATE TABLE IF NOT EXISTS {db}.goal_events{on} AS {db}.goal_events_local\n"
             f"ENGINE = Distributed('{cluster}', '{database}', 'goal_events_local', cityHash64(session_id))",
             _copy_view(f"{db}.goal_events_mv", f"{db}.goal_events_local", f"{db}.events_local", _GOAL_ROWS, on),
+        ],
+        [
+            f"DROP VIEW IF EXISTS {db}.sessions_mv{on}",
+            _drop_picks(f"{db}.sessions_local", on),
+            _drop_picks(f"{db}.sessions", on),
+            _add_picks(f"{db}.sessions_local", on),
+            _add_picks(f"{db}.sessions", on),
+            _sessions_view(f"{db}.sessions_mv", f"{db}.sessions_local", f"{db}.events_local", on, version=7),
         ],
     ]
 
@@ -437,21 +519,22 @@ def cluster_upgrade_sql(cluster: str, database: str, from_version: int) -> list[
     db = f"`{database}`"
     fill_sessions = [
         f"TRUNCATE TABLE IF EXISTS {db}.sessions_local{on}",
-        f"INSERT INTO {db}.sessions {session_states_sql(f'{db}.events', settings=_CLUSTER_FILL_SETTINGS)}",
+        sessions_fill_sql(f"{db}.sessions", f"{db}.events", settings=_CLUSTER_FILL_SETTINGS),
     ]
     fills = {
-        # Version 4 fills the table again, with the column it adds: a fill at version 2 would be thrown away.
+        # Version 7 fills the table again, with the columns it changes: a fill at version 2 or 4 would be thrown away.
         2: [],
         3: [
             f"TRUNCATE TABLE IF EXISTS {db}.error_events_local{on}",
             _copy_fill(f"{db}.error_events", f"{db}.events", _ERROR_ROWS, _CLUSTER_FILL_SETTINGS),
         ],
-        4: fill_sessions,
+        4: [],
         5: [],
         6: [
             f"TRUNCATE TABLE IF EXISTS {db}.goal_events_local{on}",
             _copy_fill(f"{db}.goal_events", f"{db}.events", _GOAL_ROWS, _CLUSTER_FILL_SETTINGS),
         ],
+        7: fill_sessions,
     }
     statements: list[str] = []
     for version, tables in enumerate(_cluster_versions(cluster, database), start=1):
@@ -468,4 +551,5 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     tuple(pathnames_sql()),
     tuple(timestamp_codec_sql()),
     tuple(goal_rows_sql()),
+    tuple(pairs_sql()),
 )

@@ -43,7 +43,7 @@ def test_chadmin001_single_node_schema_runs_and_the_store_adopts_it(capsys, chdb
     for statement in _statements(capsys):
         chdb_client.command(statement)
     store = ClickHouseEventStore(chdb_client, chdb_database)
-    assert store.schema_version == 6  # and migrated on open to the newest version
+    assert store.schema_version == 7  # and migrated on open to the newest version
     (engine,) = chdb_client.query(
         "SELECT engine FROM system.tables WHERE database = {db:String} AND name = 'events'",
         parameters={"db": chdb_database},
@@ -82,7 +82,7 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web"]) == 0
     full = _statements(capsys)
     upgrades = {}
-    for start in (1, 2, 3, 4, 5):
+    for start in (1, 2, 3, 4, 5, 6):
         args = ["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", str(start)]
         assert main(args) == 0
         upgrades[start] = _statements(capsys)
@@ -103,13 +103,18 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
             "goal_events_local",
             "goal_events",
             "goal_events_mv",
+            "sessions_mv",
         )
     ]
     assert all(s in full for s in created)
     assert [s for s in upgrades[2] if s.startswith("CREATE")] == created[3:]
     assert [s for s in upgrades[3] if s.startswith("CREATE")] == created[6:]
-    # Version 4 adds the paths to both sessions tables and replaces the view with one that writes them.
+    assert [s for s in upgrades[6] if s.startswith("CREATE")] == created[10:]
+    # Version 4 adds the paths to both sessions tables and replaces the view with one that writes them; version 7
+    # replaces it again with one writing the picked values as pairs.
     assert "AS pathnames" not in created[2] and "groupUniqArrayIf(toString(pathname), type = 'pageview')" in created[6]
+    assert "argMaxState(" in created[6] and "argMaxState(" not in created[10]
+    assert "tuple(max(toInt64(" in created[10] and "AS pathnames" in created[10]
     changes = [s for s in upgrades[3] if s.startswith(("ALTER", "DROP"))]
     column = "ADD COLUMN IF NOT EXISTS `pathnames` SimpleAggregateFunction(groupUniqArrayArray, Array(String))"
     # Version 5 stores the times of both local tables of events with another codec, without filling anything;
@@ -120,44 +125,61 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
         f"ALTER TABLE `web`.error_events_local ON CLUSTER `analytics` {codec}",
     ]
     goal_codec = f"ALTER TABLE `web`.goal_events_local ON CLUSTER `analytics` {codec}"
+    # Version 7 drops the picked values' columns of both sessions tables and adds them again as pairs.
+    pairs = [s for s in upgrades[6] if s.startswith(("ALTER", "DROP"))]
+    assert pairs[0] == "DROP VIEW IF EXISTS `web`.sessions_mv ON CLUSTER `analytics`"
+    assert [p.split(" ON CLUSTER")[0] for p in pairs[1:]] == [
+        f"ALTER TABLE `web`.{table}" for table in ("sessions_local", "sessions", "sessions_local", "sessions")
+    ]
+    assert (
+        "DROP COLUMN IF EXISTS `user_value`, DROP COLUMN IF EXISTS `entry_page`"
+        in pairs[1]
+        == pairs[2].replace("sessions ON", "sessions_local ON")
+    )
+    pair = "ADD COLUMN IF NOT EXISTS `entry_page` SimpleAggregateFunction(min, Tuple(DateTime64(3, 'UTC'), String))"
+    assert pair in pairs[3] and pair in pairs[4]
     assert changes == [
         f"ALTER TABLE `web`.sessions_local ON CLUSTER `analytics` {column}",
         f"ALTER TABLE `web`.sessions ON CLUSTER `analytics` {column}",
         "DROP VIEW IF EXISTS `web`.sessions_mv ON CLUSTER `analytics`",
         *recoded,
         goal_codec,
+        *pairs,
     ]
     assert upgrades[3].index(created[7]) < upgrades[3].index(goal_codec) < upgrades[3].index(created[8])
     assert "ORDER BY (site_id, toDate(timestamp), type, event_name, session_id, timestamp)" in created[7]
     assert upgrades[3].index(changes[2]) < upgrades[3].index(created[6])
-    assert all(statement in full for statement in recoded)
+    assert upgrades[6].index(pairs[-1]) < upgrades[6].index(created[10])
+    assert all(statement in full for statement in recoded + pairs)
     # Each new table is emptied on every node once its view exists, then filled once through the Distributed
     # tables: each shard groups its own sessions, and the insert waits for every shard. The sessions are filled at
-    # version 4 only, with their paths.
+    # version 7 only, with their paths and pairs.
     settings = "distributed_group_by_no_merge = 1, distributed_foreground_insert = 1"
     fills = [s for s in upgrades[1] if s.startswith(("TRUNCATE", "INSERT")) and "sitelens_schema" not in s]
     assert fills[0] == "TRUNCATE TABLE IF EXISTS `web`.error_events_local ON CLUSTER `analytics`"
     assert fills[1].startswith("INSERT INTO `web`.error_events (`site_id`")
     assert fills[1].endswith(f"FROM `web`.events WHERE type = 'error'\nSETTINGS {settings}")
-    assert fills[2] == "TRUNCATE TABLE IF EXISTS `web`.sessions_local ON CLUSTER `analytics`"
-    assert fills[3].startswith("INSERT INTO `web`.sessions SELECT site_id, session_id,")
-    assert "AS pathnames\nFROM `web`.events\n" in fills[3]
-    assert fills[3].endswith(
+    assert fills[2] == "TRUNCATE TABLE IF EXISTS `web`.goal_events_local ON CLUSTER `analytics`"
+    assert fills[3].startswith("INSERT INTO `web`.goal_events (`site_id`")
+    goal_types = "('custom_event', 'outbound', 'button_click', 'form_submit', 'copy')"
+    assert fills[3].endswith(f"FROM `web`.events WHERE type IN {goal_types}\nSETTINGS {settings}")
+    assert fills[4] == "TRUNCATE TABLE IF EXISTS `web`.sessions_local ON CLUSTER `analytics`"
+    assert fills[5].startswith("INSERT INTO `web`.sessions (`site_id`, `session_id`, `first_seen`, ")
+    assert "AS pathnames,\n" in fills[5] and "AS user_value" in fills[5] and "argMaxState(" not in fills[5]
+    assert fills[5].endswith(
         f"FROM `web`.events\nGROUP BY site_id, session_id\nSETTINGS prefer_column_name_to_alias = 1, {settings}"
     )
-    assert fills[4] == "TRUNCATE TABLE IF EXISTS `web`.goal_events_local ON CLUSTER `analytics`"
-    assert fills[5].startswith("INSERT INTO `web`.goal_events (`site_id`")
-    goal_types = "('custom_event', 'outbound', 'button_click', 'form_submit', 'copy')"
-    assert fills[5].endswith(f"FROM `web`.events WHERE type IN {goal_types}\nSETTINGS {settings}")
     assert len(fills) == 6
     assert upgrades[1].index(fills[0]) > upgrades[1].index(created[5])
-    assert upgrades[1].index(fills[2]) > upgrades[1].index(created[6])
-    assert upgrades[1].index(fills[4]) > upgrades[1].index(created[9])
-    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (6)"
-    assert upgrades[1][-1] == upgrades[2][-1] == upgrades[3][-1] == upgrades[4][-1] == full[-1] == final
-    goal_version = [*created[7:8], goal_codec, *created[8:], *fills[4:]]
-    assert upgrades[4] == [*recoded, *goal_version, final]
-    assert upgrades[5] == [*goal_version, final]
+    assert upgrades[1].index(fills[2]) > upgrades[1].index(created[9])
+    assert upgrades[1].index(fills[4]) > upgrades[1].index(created[10])
+    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (7)"
+    assert all(upgrade[-1] == final for upgrade in upgrades.values()) and full[-1] == final
+    pair_version = [*pairs, created[10], *fills[4:]]
+    goal_version = [*created[7:8], goal_codec, *created[8:10], *fills[2:4]]
+    assert upgrades[6] == [*pair_version, final]
+    assert upgrades[5] == [*goal_version, *pair_version, final]
+    assert upgrades[4] == [*recoded, *goal_version, *pair_version, final]
     assert [s for s in upgrades[2] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills, final]
     assert [s for s in upgrades[3] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills[2:], final]
 
@@ -183,12 +205,12 @@ def test_chadmin010_the_cluster_fills_give_what_the_migrations_give(chdb_setting
     store.close()
 
 
-@pytest.mark.parametrize("value", ["0", "6", "x", "-1"])
+@pytest.mark.parametrize("value", ["0", "7", "x", "-1"])
 def test_chadmin007_cluster_upgrade_refuses_versions_it_cannot_start_from(capsys, value):
     with pytest.raises(SystemExit) as exit_info:
         main(["clickhouse-schema", "--cluster", "analytics", "--upgrade-from", value])
     assert exit_info.value.code == 2
-    assert "schema version from 1 to 5" in capsys.readouterr().err
+    assert "schema version from 1 to 6" in capsys.readouterr().err
 
 
 def test_chadmin008_upgrade_statements_are_for_clusters_only(capsys):
@@ -217,7 +239,7 @@ def test_chadmin009_on_a_cluster_an_older_schema_stops_the_store_naming_the_upgr
     with pytest.raises(ValueError) as refused:
         ClickHouseEventStore(client, database)
     message = str(refused.value)
-    assert "schema version 1" in message and "needs 6" in message
+    assert "schema version 1" in message and "needs 7" in message
     assert f"sitelens clickhouse-schema --cluster analytics --database {database} --upgrade-from 1" in message
     tables = {
         row[0] for row in client.query("SELECT name FROM system.tables WHERE database = currentDatabase()").result_rows

@@ -189,11 +189,23 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
         parameters={"db": chdb_database},
     ).result_rows
     assert sorted(codecs) == [(table, "CODEC(T64, LZ4)") for table in ("error_events", "events", "goal_events")]
-    assert store.schema_version == 6
+    # The values a session picks from one of its events as (key, value) pairs, no aggregate states (version 7).
+    session_types = dict(
+        chdb_client.query(
+            "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'sessions'",
+            parameters={"db": chdb_database},
+        ).result_rows
+    )
+    assert session_types["user_value"] == "SimpleAggregateFunction(max, Tuple(Int64, String))"
+    assert session_types["entry_page"] == "SimpleAggregateFunction(min, Tuple(DateTime64(3, 'UTC'), String))"
+    assert session_types["exit_page"] == "SimpleAggregateFunction(max, Tuple(DateTime64(3, 'UTC'), String))"
+    assert session_types["channel"] == "SimpleAggregateFunction(min, Tuple(Int64, String))"
+    assert not [name for name, typ in session_types.items() if typ.startswith("AggregateFunction")]
+    assert store.schema_version == 7
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 6
-    assert store.query("SELECT count() FROM sitelens_schema") == [(6,)]
+    assert again.schema_version == 7
+    assert store.query("SELECT count() FROM sitelens_schema") == [(7,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):
@@ -510,7 +522,7 @@ def test_chstore020_upgrading_to_version_5_stores_new_times_with_t64_and_reads_t
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 6
+    assert upgraded.schema_version == 7
     codecs = (
         "SELECT table, compression_codec FROM system.columns WHERE database = currentDatabase() "
         "AND name = 'timestamp' AND table IN ('events', 'error_events')"

@@ -18,7 +18,7 @@ from api_backend.query.js_errors import build_error_events_query, build_error_na
 from api_backend.query.scope import Scope
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
-from api_backend.store.clickhouse_schema import SCHEMA_TABLE
+from api_backend.store.clickhouse_schema import SCHEMA_TABLE, sessions_sql
 from api_backend.store.events import EVENT_COLUMNS, rows_to_table
 from api_backend.store.open import open_event_store
 from api_backend.store.writer import BatchWriter
@@ -60,15 +60,22 @@ def test_cherr001_every_insert_copies_its_error_rows(chdb_store):
 def test_cherr002_upgrading_a_database_fills_the_copy_from_its_events(chdb_settings):
     store, _ = open_event_store(chdb_settings)
     store.append(rows_to_table(error_rows(random.Random(22), 150)))
-    # What a database of schema version 2 looks like: events and sessions, no copies of the error or goal rows.
-    for view, table in (("error_events_mv", "error_events"), ("goal_events_mv", "goal_events")):
+    # What a database of schema version 2 looks like: events and sessions as version 2 made them, no copies of the
+    # error or goal rows.
+    for view, table in (
+        ("error_events_mv", "error_events"),
+        ("goal_events_mv", "goal_events"),
+        ("sessions_mv", "sessions"),
+    ):
         store.client.command(f"DROP VIEW {view} SYNC")
         store.client.command(f"DROP TABLE {table} SYNC")
+    for statement in sessions_sql():
+        store.client.command(statement)
     store.client.command(f"DELETE FROM {SCHEMA_TABLE} WHERE version >= 3", settings={"mutations_sync": 2})
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 6
+    assert upgraded.schema_version == 7
     assert_copy_is_exact(upgraded)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in error_rows(random.Random(23), 30)]
     upgraded.append(rows_to_table(more))  # and the view keeps it from then on

@@ -56,7 +56,7 @@ CLICKHOUSE_ONLY = re.compile(
     r"\b(argMin|argMax|groupBitOr|bitAnd|toUnixTimestamp64\w*|JSONExtract\w*|JSONType|match|extract|"
     r"replaceRegexpOne|toFloat64OrNull|accurateCastOrNull|arrayJoin|toStartOf\w+|toMonday|toTimeZone|addSeconds|"
     r"addMilliseconds|lengthUTF8|substringUTF8|startsWith|endsWith|position|multiIf|toBool|has|arrayExists|"
-    r"arrayFilter|arrayMin|groupArrayIf|finalizeAggregation)\s*\(|\{p\d+:"
+    r"arrayFilter|arrayMin|groupArrayIf|finalizeAggregation|tupleElement)\s*\(|\{p\d+:"
 )
 
 WINDOWS = {

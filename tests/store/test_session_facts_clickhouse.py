@@ -45,6 +45,7 @@ from api_backend.settings import load_settings
 from api_backend.store.clickhouse_schema import (
     MIGRATIONS,
     SCHEMA_TABLE,
+    pathnames_sql,
     session_states_sql,
     sessions_final_sql,
     sessions_sql,
@@ -73,9 +74,10 @@ COLUMNS = (
 )
 
 
-def finished(store: Any) -> list[tuple[Any, ...]]:
-    """Rows of the finished sessions, lists sorted, in key order."""
-    sql = f"SELECT {COLUMNS} FROM ({sessions_final_sql()}) ORDER BY site_id, session_id"
+def finished(store: Any, version: int = len(MIGRATIONS)) -> list[tuple[Any, ...]]:
+    """Rows of the finished sessions, lists sorted, in key order (ClickHouse: from a table of the schema
+    ``version``)."""
+    sql = f"SELECT {COLUMNS} FROM ({sessions_final_sql(version=version)}) ORDER BY site_id, session_id"
     if isinstance(store, DuckDBEventStore):
         sql = f"SELECT {COLUMNS} FROM sessions ORDER BY site_id, session_id"
     rows = store.query(sql)
@@ -116,7 +118,7 @@ def test_chfacts002_upgrading_a_database_fills_the_table_from_its_events(chdb_se
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == len(MIGRATIONS) == 6
+    assert upgraded.schema_version == len(MIGRATIONS) == 7
     assert finished(upgraded) == duckdb_facts(rows)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(13), 20)]
     upgraded.append(rows_to_table(more))  # and the view keeps it from then on
@@ -139,11 +141,41 @@ def test_chfacts010_upgrading_to_version_4_gives_the_stored_sessions_their_paths
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 6
+    assert upgraded.schema_version == 7
     assert finished(upgraded) == duckdb_facts(rows)
     assert any(row[-1] for row in finished(upgraded))  # sessions with pageviews list their paths
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(17), 20)]
     upgraded.append(rows_to_table(more))  # the view replaced by the upgrade writes them
+    assert finished(upgraded) == duckdb_facts(rows + more)
+    upgraded.close()
+
+
+@pytest.mark.parametrize("done", [0, 3, 5])
+def test_chfacts019_upgrading_to_version_7_turns_the_states_into_pairs(chdb_settings, done):
+    """From version 6, or from a migration to 7 that stopped after its first ``done`` statements (the columns
+    dropped and added, the table emptied)."""
+    store, _ = open_event_store(chdb_settings)
+    rows = random_events(random.Random(18), 200)
+    store.append(rows_to_table(rows))
+    # What a database of schema version 6 looks like: the sessions table and its view as versions 2 and 4 made them.
+    store.client.command("DROP VIEW sessions_mv SYNC")
+    store.client.command("DROP TABLE sessions SYNC")
+    for statement in [*sessions_sql(), *pathnames_sql()]:
+        store.client.command(statement)
+    store.client.command(f"DELETE FROM {SCHEMA_TABLE} WHERE version >= 7", settings={"mutations_sync": 2})
+    types = "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'sessions'"
+    assert dict(store.query(types))["entry_page"] == "AggregateFunction(argMin, String, DateTime64(3, 'UTC'))"
+    before = finished(store, version=6)
+    for statement in MIGRATIONS[6][:done]:
+        store.client.command(statement)
+    store.close()
+
+    upgraded, _ = open_event_store(chdb_settings)
+    assert upgraded.schema_version == 7
+    assert dict(upgraded.query(types))["entry_page"].startswith("SimpleAggregateFunction(min, Tuple(")
+    assert finished(upgraded) == before == duckdb_facts(rows)
+    more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(19), 20)]
+    upgraded.append(rows_to_table(more))  # the view replaced by the upgrade writes pairs
     assert finished(upgraded) == duckdb_facts(rows + more)
     upgraded.close()
 
