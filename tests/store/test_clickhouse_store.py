@@ -140,6 +140,15 @@ def test_chstore005_latest_sessions(store):
     assert store.latest_sessions(datetime(2026, 3, 1)) == [(1, "u1", "new", late)]
 
 
+def _column_types(client, database: str, table: str) -> dict[str, str]:
+    """The ``table``'s columns and their types, as the engine reports them."""
+    rows = client.query(
+        "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {table:String}",
+        parameters={"db": database, "table": table},
+    ).result_rows
+    return dict(rows)
+
+
 def test_chstore006_schema(store, chdb_client, chdb_database):
     (engine, partition, sorting) = chdb_client.query(
         "SELECT engine, partition_key, sorting_key FROM system.tables WHERE database = {db:String} AND name = 'events'",
@@ -150,12 +159,7 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
         "toYYYYMM(timestamp)",
         "site_id, toDate(timestamp), session_id, timestamp",
     )
-    types = dict(
-        chdb_client.query(
-            "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'events'",
-            parameters={"db": chdb_database},
-        ).result_rows
-    )
+    types = _column_types(chdb_client, chdb_database, "events")
     assert types["timestamp"] == "DateTime64(3, 'UTC')"
     assert types["country"] == "LowCardinality(String)" and types["session_id"] == "String"
     assert {name for name, typ in types.items() if typ.startswith("Nullable")} == {"lcp", "cls", "inp", "fcp", "ttfb"}
@@ -166,22 +170,14 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
         parameters={"db": chdb_database},
     ).result_rows
     assert error_table == (partition, sorting)
-    error_types = chdb_client.query(
-        "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'error_events'",
-        parameters={"db": chdb_database},
-    ).result_rows
-    assert dict(error_types) == types
+    assert _column_types(chdb_client, chdb_database, "error_events") == types
     # The copy of the goals' rows too, ordered by type and name within a day (schema version 6).
     (goal_table,) = chdb_client.query(
         "SELECT partition_key, sorting_key FROM system.tables WHERE database = {db:String} AND name = 'goal_events'",
         parameters={"db": chdb_database},
     ).result_rows
     assert goal_table == (partition, "site_id, toDate(timestamp), type, event_name, session_id, timestamp")
-    goal_types = chdb_client.query(
-        "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'goal_events'",
-        parameters={"db": chdb_database},
-    ).result_rows
-    assert dict(goal_types) == types
+    assert _column_types(chdb_client, chdb_database, "goal_events") == types
     # Times in T64 and LZ4 (schema version 5), in every table.
     codecs = chdb_client.query(
         "SELECT table, compression_codec FROM system.columns WHERE database = {db:String} AND name = 'timestamp' "
@@ -190,12 +186,7 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
     ).result_rows
     assert sorted(codecs) == [(table, "CODEC(T64, LZ4)") for table in ("error_events", "events", "goal_events")]
     # The values a session picks from one of its events as (key, value) pairs, no aggregate states (version 7).
-    session_types = dict(
-        chdb_client.query(
-            "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'sessions'",
-            parameters={"db": chdb_database},
-        ).result_rows
-    )
+    session_types = _column_types(chdb_client, chdb_database, "sessions")
     assert session_types["user_value"] == "SimpleAggregateFunction(max, Tuple(Int64, String))"
     assert session_types["entry_page"] == "SimpleAggregateFunction(min, Tuple(DateTime64(3, 'UTC'), String))"
     assert session_types["exit_page"] == "SimpleAggregateFunction(max, Tuple(DateTime64(3, 'UTC'), String))"
