@@ -247,11 +247,14 @@ def session_states_sql(
     )
 
 
-def sessions_fill_sql(target: str, source: str, where: str = "", settings: str = "") -> str:
-    """``INSERT`` into the ``sessions`` table ``target`` of the states over the rows of ``source`` (``WHERE where``),
-    naming the columns it writes, so the table's order of them does not matter."""
-    names = ", ".join(f"`{name}`" for name, *_ in _session_columns())
-    return f"INSERT INTO {target} (`site_id`, `session_id`, {names}) {session_states_sql(source, where, settings)}"
+def sessions_fill_sql(
+    target: str, source: str, where: str = "", settings: str = "", version: int = SESSIONS_VERSION
+) -> str:
+    """``INSERT`` into the ``sessions`` table ``target`` (of the schema ``version``) of the states over the rows of
+    ``source`` (``WHERE where``), naming the columns it writes, so the table's order of them does not matter."""
+    names = ", ".join(f"`{name}`" for name, *_ in _session_columns(version))
+    states = session_states_sql(source, where, settings, version)
+    return f"INSERT INTO {target} (`site_id`, `session_id`, {names}) {states}"
 
 
 def sessions_final_sql(where: str = "", version: int = SESSIONS_VERSION) -> str:
@@ -341,7 +344,7 @@ def pairs_sql(database: str | None = None) -> list[str]:
         _add_picks(f"{prefix}sessions"),
         _sessions_view(f"{prefix}sessions_mv", f"{prefix}sessions", f"{prefix}events", version=7),
         f"TRUNCATE TABLE {prefix}sessions",
-        sessions_fill_sql(f"{prefix}sessions", f"{prefix}events"),
+        sessions_fill_sql(f"{prefix}sessions", f"{prefix}events", version=7),
     ]
 
 
