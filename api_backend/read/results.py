@@ -77,9 +77,7 @@ class SharedResults(Generic[T]):
             owner = entry is None
             if entry is None:
                 future: Future[T] = Future()
-                self._entries[key] = (now, future)
-                while len(self._entries) > self._max_entries:
-                    self._entries.popitem(last=False)
+                self._insert(key, now, future)
             else:
                 future = entry[1]
                 self._entries.move_to_end(key)
@@ -102,7 +100,7 @@ class SharedResults(Generic[T]):
             entry = self._entries.get(key)
             if entry is None or time.monotonic() - entry[0] > self._ttl:
                 return None
-            at, future = entry
+            future = entry[1]
             if not future.done() or future.exception() is not None:
                 return None
             self._entries.move_to_end(key)
@@ -115,10 +113,14 @@ class SharedResults(Generic[T]):
         future: Future[T] = Future()
         future.set_result(value)
         with self._lock:
-            self._entries[key] = (time.monotonic(), future)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+            self._insert(key, time.monotonic(), future)
+
+    def _insert(self, key: Hashable, at: float, future: Future[T]) -> None:
+        """Keep ``future`` for ``key`` as the newest entry, the oldest leaving past ``max_entries`` (lock held)."""
+        self._entries[key] = (at, future)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max_entries:
+            self._entries.popitem(last=False)
 
     def _forget(self, key: Hashable, future: Future[T]) -> None:
         with self._lock:
