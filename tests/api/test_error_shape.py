@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import pytest
 from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
 
+from api_backend.app import create_app
 from api_backend.routes import ROUTERS
-from tests.support import make_site
+from api_backend.services import Services, open_services
+from api_backend.settings import load_settings
+from tests.support import Account, make_account, make_site
 
 ERROR_CODES = {
     400: "INVALID_REQUEST",
@@ -59,8 +66,7 @@ ROUTES = api_routes()
 ROUTE_IDS = [f"{m} {p}" for m, p, _ in ROUTES]
 
 
-@pytest.fixture
-def ids(services, owner):
+def make_ids(services: Services, owner: Account) -> dict[str, str]:
     site = make_site(services, owner)
     goal = services.metadata.create_goal(site.site_id, "Pricing", "path", {"pathPattern": "/pricing"})
     key, _ = services.metadata.create_api_key(owner.user.id, "other")
@@ -70,6 +76,33 @@ def ids(services, owner):
         "organization_id": site.organization_id,
         "key_id": key.id,
     }
+
+
+@pytest.fixture
+def ids(services, owner):
+    return make_ids(services, owner)
+
+
+@dataclass
+class Walk:
+    client: TestClient
+    owner: Account
+    ids: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def walk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Walk]:
+    """One app for the walks over every route: each request in them is refused, so none changes what the next
+    one meets."""
+    settings = load_settings(
+        {}, data_dir=str(tmp_path_factory.mktemp("errors") / "data"), secret_key="test-secret-key-0123456789"
+    )
+    services = open_services(settings)
+    owner = make_account(services, "owner@example.com")
+    ids = make_ids(services, owner)
+    with TestClient(create_app(settings, services)) as client:
+        yield Walk(client, owner, ids)
+    services.close()
 
 
 # Valid input for routes that check their body or query before looking the target up (validation comes first).
@@ -102,7 +135,8 @@ def test_the_walk_covers_every_documented_route(client):
 
 
 @pytest.mark.parametrize(("method", "path", "has_body"), ROUTES, ids=ROUTE_IDS)
-def test_non_json_body_is_415_and_malformed_json_is_400(client, owner, ids, method, path, has_body):
+def test_non_json_body_is_415_and_malformed_json_is_400(walk, method, path, has_body):
+    client, owner, ids = walk.client, walk.owner, walk.ids
     if not has_body:
         pytest.skip("route takes no body")
     url = fill(path, ids)
@@ -113,7 +147,8 @@ def test_non_json_body_is_415_and_malformed_json_is_400(client, owner, ids, meth
 
 
 @pytest.mark.parametrize(("method", "path", "has_body"), ROUTES, ids=ROUTE_IDS)
-def test_unknown_ids_are_404(client, owner, ids, method, path, has_body):
+def test_unknown_ids_are_404(walk, method, path, has_body):
+    client, owner, ids = walk.client, walk.owner, walk.ids
     if not any(name in path for name in ("{site_id}", "{goal_id}", "{organization_id}", "{key_id}")):
         pytest.skip("route has no identifier")
     unknown = {name: ("999999" if name in ("site_id", "goal_id") else "nope") for name in ids}
@@ -125,7 +160,8 @@ def test_unknown_ids_are_404(client, owner, ids, method, path, has_body):
 
 
 @pytest.mark.parametrize(("method", "path", "has_body"), ROUTES, ids=ROUTE_IDS)
-def test_bad_window_is_400(client, owner, ids, method, path, has_body):
+def test_bad_window_is_400(walk, method, path, has_body):
+    client, owner, ids = walk.client, walk.owner, walk.ids
     if method != "GET" or not path.startswith("/api/sites/{site_id}/") or path in NO_WINDOW:
         pytest.skip("route takes no analytics window")
     url = fill(path, ids)
