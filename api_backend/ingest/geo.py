@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -60,20 +60,26 @@ def _public_address(ip: str) -> str | None:
     return str(address)
 
 
+@cache
+def _bundled_database() -> Any:
+    """The bundled database, loaded once per process: lookups only read it, and loading it takes about a fifth of
+    a second (a process that opens sitelens more than once, such as the test suite, pays that once)."""
+    import geoip2fast
+    from geoip2fast import GeoIP2Fast
+
+    v6 = Path(geoip2fast.__file__).parent / "geoip2fast-ipv6.dat.gz"
+    try:
+        return GeoIP2Fast(geoip2fast_data_file=str(v6)) if v6.exists() else GeoIP2Fast()
+    except Exception:  # a damaged v6 file must not stop ingestion: the v4 file still covers most traffic
+        log.warning("geoip2fast IPv6 data did not load; using the IPv4-only data", exc_info=True)
+        return GeoIP2Fast()
+
+
 class BundledLocator:
     """Country lookups from the offline database shipped with ``geoip2fast``."""
 
     def __init__(self) -> None:
-        import geoip2fast
-        from geoip2fast import GeoIP2Fast
-
-        folder = Path(geoip2fast.__file__).parent
-        v6 = folder / "geoip2fast-ipv6.dat.gz"
-        try:
-            self._db = GeoIP2Fast(geoip2fast_data_file=str(v6)) if v6.exists() else GeoIP2Fast()
-        except Exception:  # a damaged v6 file must not stop ingestion: the v4 file still covers most traffic
-            log.warning("geoip2fast IPv6 data did not load; using the IPv4-only data", exc_info=True)
-            self._db = GeoIP2Fast()
+        self._db = _bundled_database()
         self.locate = lru_cache(maxsize=65536)(self._locate)
 
     def _locate(self, ip: str) -> GeoLocation:
