@@ -219,7 +219,7 @@ def facts_where_cheaper(
     grouped = events()
     p = Params()
     sizes = (
-        f"SELECT (SELECT count(*) FROM events WHERE {window_condition(scope.site_ids, scope.window, p)}) AS events, "
+        f"SELECT (SELECT count(*) FROM events WHERE {window_condition(scope.site_ids, scope.window, p, d)}) AS events, "
         f"(SELECT count(*) FROM sessions WHERE {site_condition(scope.site_ids, p)}) AS sessions, "
         f"{_merged_share()} AS merged"
     )
@@ -256,7 +256,7 @@ def _any_event(f: Filter, scope: Scope, d: Dialect, p: Params) -> str:
     if f.prop_key is not None:
         condition = f"type = 'custom_event' AND {condition}"
         rows = d.goal_rows
-    in_window = window_condition(scope.site_ids, scope.window, p)
+    in_window = window_condition(scope.site_ids, scope.window, p, d)
     matching = f"SELECT session_id FROM {rows} WHERE {in_window} AND {condition}"
     return f"session_id {'NOT IN' if negative else 'IN'} ({matching})"
 
@@ -317,7 +317,7 @@ def edge_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
                 else f"timestamp >= (SELECT min(first_seen) FROM sessions WHERE {where})"
             )
             parts.append(
-                f"SELECT * FROM events WHERE {window_condition(scope.site_ids, scope.window, p)} AND {bound} "
+                f"SELECT * FROM events WHERE {window_condition(scope.site_ids, scope.window, p, d)} AND {bound} "
                 f"AND session_id IN (SELECT session_id FROM sessions WHERE {where})"
             )
         rows = " UNION ALL ".join(parts) or "SELECT * FROM events WHERE false"
@@ -337,11 +337,11 @@ def _merged_edge_rows(scope: Scope, crossing: list[tuple[str, str]], d: Dialect,
     # One scalar subquery, named in the same words each time.
     found = f"(SELECT tuple(groupArray(session_id), {', '.join(ends)}) FROM {sessions_relation(d)} WHERE {either})"
     near = " OR ".join(
-        f"timestamp {'<=' if kind == 'start' else '>='} tupleElement({found}, {n})"
+        d.time_bound("timestamp", "<=" if kind == "start" else ">=", f"tupleElement({found}, {n})")
         for n, (kind, _) in enumerate(crossing, 2)
     )
     ids = f"SELECT arrayJoin(ifNull(tupleElement({found}, 1), []))"
-    in_window = window_condition(scope.site_ids, scope.window, p)
+    in_window = window_condition(scope.site_ids, scope.window, p, d)
     return f"SELECT * FROM events WHERE {in_window} AND ({near}) AND session_id IN ({ids})"
 
 

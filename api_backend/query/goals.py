@@ -325,7 +325,7 @@ def _whole_session_converted(goal: GoalSpec, scope: Scope, d: Dialect, p: Params
     """
     if goal.goal_type == "path":
         return _listed_path_test(goal.config["pathPattern"], d, p)
-    window = window_condition(scope.site_ids, scope.window, p)
+    window = window_condition(scope.site_ids, scope.window, p, d)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
     return f"session_id IN (SELECT session_id FROM {d.goal_rows} WHERE {window} AND {condition})"
 
@@ -363,7 +363,7 @@ def build_goals_listed_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect
     others = _goal_chunks(goals, lambda g: not _is_path(g))
     hits = ""
     if any(others):
-        window = window_condition(scope.site_ids, scope.window, p)
+        window = window_condition(scope.site_ids, scope.window, p, d)
         # The rows are selected by the cheap tests only (an engine may evaluate every branch of an OR on every row,
         # parsing JSON); the masks hold the full tests.
         matching = " OR ".join(_cheap_condition(g, d, p) for g in goals if not _is_path(g))
@@ -475,7 +475,7 @@ def build_goals_rollup_query(scope: Scope, goals: Sequence[GoalSpec], parameter:
     groups learns from a full answer that the parameter has too many values to be worth keeping.
     """
     p = Params()
-    where = window_condition(scope.site_ids, scope.window, p)
+    where = window_condition(scope.site_ids, scope.window, p, d)
     value = session_value(parameter, d, p)
     flags = "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(_goal_masks(goals, d, p)))
     counts = _mask_counts(range(len(goals)), d)
@@ -558,7 +558,7 @@ def _goal_sessions_query(
         first_set(c) for c in ("referrer", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
     )
     # Rank converted sessions on the cheap (end time only), then describe just the requested page.
-    rows = qualified_rows(scope, p)
+    rows = qualified_rows(scope, p, d)
     skipped = p.add(offset)
     if facts:
         # Whole sessions' spans come from the table and edge sessions' from their events; a matching in-window
@@ -594,7 +594,7 @@ def _goal_sessions_query(
             ctes = ",\n".join(kept_ctes)
         else:
             # Kept, so the events are searched for the matching ones once.
-            window = window_condition(scope.site_ids, scope.window, p)
+            window = window_condition(scope.site_ids, scope.window, p, d)
             hits = f"SELECT session_id FROM {d.goal_rows} WHERE {window} AND {condition}"
             whole = whole_sessions(scope, spans, d, p)
             edge = edge_sessions(scope, edge_spans, d, p)
@@ -615,7 +615,7 @@ def _goal_sessions_query(
             # Group only the rows of sessions with a matching event (a semi-join on the few matching rows) instead
             # of every session of the window with a per-row flag: about a third cheaper for a goal reached by a
             # quarter of the sessions. The session filters stay a HAVING over the session's in-window rows.
-            window = window_condition(scope.site_ids, scope.window, p)
+            window = window_condition(scope.site_ids, scope.window, p, d)
             hits = f"SELECT session_id FROM {_goal_rows(goal.goal_type, d)} WHERE {window} AND {condition}"
             having = " AND ".join(session_condition(f, d, p) for f in scope.session_filters)
             converted = (

@@ -122,7 +122,7 @@ def _keyed_opening(scope: Scope, d: Dialect, p: Params) -> str:
         f"SELECT count(*) AS sessions, count(*) - count(DISTINCT {key}) AS collisions "
         f"FROM ({qualifying_sessions(scope, d, p)}) AS q"
     )
-    rows = f"SELECT * FROM events WHERE {window_condition(scope.site_ids, scope.window, p)}"
+    rows = f"SELECT * FROM events WHERE {window_condition(scope.site_ids, scope.window, p, d)}"
     if scope.session_filters:
         rows += f" AND session_id IN ({qualifying_sessions(scope, d, p)})"
     return f"WITH {d.cte('ks', counts, materialized=True)},\n{d.cte('fe', rows, materialized=False)},\n"

@@ -58,13 +58,13 @@ def site_condition(site_ids: tuple[int, ...], p: Params) -> str:
     return f"site_id IN ({', '.join(p.add(s) for s in site_ids)})"
 
 
-def window_condition(site_ids: tuple[int, ...], window: Window, p: Params) -> str:
-    """``site_id`` and ``timestamp`` bounds, as bound parameters."""
+def window_condition(site_ids: tuple[int, ...], window: Window, p: Params, d: Dialect) -> str:
+    """``site_id`` and ``timestamp`` bounds, as bound parameters (``Dialect.time_bound``)."""
     parts = [site_condition(site_ids, p)]
     if window.start is not None:
-        parts.append(f"timestamp {'>=' if window.include_start else '>'} {p.add(window.start)}")
+        parts.append(d.time_bound("timestamp", ">=" if window.include_start else ">", p.add(window.start)))
     if window.end is not None:
-        parts.append(f"timestamp {'<=' if window.include_end else '<'} {p.add(window.end)}")
+        parts.append(d.time_bound("timestamp", "<=" if window.include_end else "<", p.add(window.end)))
     return " AND ".join(parts)
 
 
@@ -80,7 +80,7 @@ def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect, 
     """
     p = Params()
     if not d.copies_apart:
-        return p.query(d.counting(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)}"))
+        return p.query(d.counting(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p, d)}"))
     counts = _row_counts(site_ids, window, d, p)
     if sessions and d.merged_sessions:
         around = [site_condition(site_ids, p)]
@@ -95,7 +95,7 @@ def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect, 
 def _row_counts(site_ids: tuple[int, ...], window: Window, d: Dialect, p: Params) -> list[str]:
     """Subqueries counting the rows of ``site_ids`` in ``window`` in ``events`` and in each copy of some of them."""
     return [
-        f"(SELECT count(*) FROM {table} WHERE {window_condition(site_ids, window, p)})"
+        f"(SELECT count(*) FROM {table} WHERE {window_condition(site_ids, window, p, d)})"
         for table in dict.fromkeys(("events", d.error_rows, d.goal_rows))
     ]
 
@@ -130,7 +130,7 @@ def scope_ctes(scope: Scope, d: Dialect, p: Params, rows: str = "events") -> str
     ``rows`` is the table ``fe`` takes its rows from: ``events``, or a table holding a subset of them with the same
     columns (the error rows). Sessions still qualify on all their events.
     """
-    where = window_condition(scope.site_ids, scope.window, p)
+    where = window_condition(scope.site_ids, scope.window, p, d)
     ctes = []
     fe_where = [where]
     if scope.session_filters:
@@ -165,12 +165,12 @@ def session_groups(scope: Scope, columns: str, d: Dialect, p: Params, having: st
     if having:
         conditions.append(having)
     tail = f" HAVING {' AND '.join(conditions)}" if conditions else ""
-    where = window_condition(scope.site_ids, scope.window, p)
+    where = window_condition(scope.site_ids, scope.window, p, d)
     return f"SELECT session_id{columns} FROM events WHERE {where} GROUP BY session_id{tail}"
 
 
-def qualified_rows(scope: Scope, p: Params) -> str:
+def qualified_rows(scope: Scope, p: Params, d: Dialect) -> str:
     """``FROM ... WHERE ...`` over the in-window rows, for sessions already known to qualify (add ``AND ...``)."""
     if scope.row_filters:
         return "FROM fe WHERE true"
-    return f"FROM events WHERE {window_condition(scope.site_ids, scope.window, p)}"
+    return f"FROM events WHERE {window_condition(scope.site_ids, scope.window, p, d)}"

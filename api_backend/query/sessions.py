@@ -169,7 +169,7 @@ def build_session_rows_query(
     values = [p.add(s) for s in session_ids]
     ids = ", ".join(values) or "NULL"
     columns = session_columns(goals, d, p)
-    rows = qualified_rows(scope, p)
+    rows = qualified_rows(scope, p, d)
     if d.session_facts:
         rows += f" AND {stored_span(scope.site_ids, values, p, ending_after)}"
     body = f"SELECT session_id,\n    {columns}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"
@@ -194,21 +194,21 @@ def build_timeline_query(site_id: int, session_id: str, limit: int, d: Dialect) 
     return p.query(sql)
 
 
-def _user_sessions(scope: Scope, user_id: str, p: Params) -> str:
+def _user_sessions(scope: Scope, user_id: str, p: Params, d: Dialect) -> str:
     """Ids of the sessions in the window where ``user_id`` was identified."""
-    where = window_condition(scope.site_ids, scope.window, p)
+    where = window_condition(scope.site_ids, scope.window, p, d)
     return f"SELECT DISTINCT session_id FROM events WHERE {where} AND identified_user_id = {p.add(user_id)}"
 
 
-def build_user_totals_query(scope: Scope, user_id: str) -> Query:
+def build_user_totals_query(scope: Scope, user_id: str, d: Dialect) -> Query:
     """One row: ``sessions, pageviews, events, first_seen, last_seen`` over every event of the user's sessions.
 
     A user's sessions are those with an event carrying the identified id; their anonymous events before
     the identification count too (they are the same visit). ``sessions`` is 0 for an unknown user.
     """
     p = Params()
-    where = window_condition(scope.site_ids, scope.window, p)
-    sql = f"""WITH us AS ({_user_sessions(scope, user_id, p)})
+    where = window_condition(scope.site_ids, scope.window, p, d)
+    sql = f"""WITH us AS ({_user_sessions(scope, user_id, p, d)})
 SELECT count(DISTINCT session_id) AS sessions, {_count_where("type = 'pageview'")} AS pageviews,
   count(*) AS events, min(timestamp) AS first_seen, max(timestamp) AS last_seen
 FROM events WHERE {where} AND session_id IN (SELECT session_id FROM us)"""
@@ -218,9 +218,9 @@ FROM events WHERE {where} AND session_id IN (SELECT session_id FROM us)"""
 def build_user_sessions_query(scope: Scope, user_id: str, limit: int, offset: int, d: Dialect) -> Query:
     """Rows ``(total_count, session_id, session_end)``: one page of the user's sessions, newest first."""
     p = Params()
-    where = window_condition(scope.site_ids, scope.window, p)
+    where = window_condition(scope.site_ids, scope.window, p, d)
     sessions = (
         f"SELECT session_id, max(timestamp) AS session_end FROM events WHERE {where} "
-        f"AND session_id IN ({_user_sessions(scope, user_id, p)}) GROUP BY session_id"
+        f"AND session_id IN ({_user_sessions(scope, user_id, p, d)}) GROUP BY session_id"
     )
     return p.query("WITH " + _page_of(sessions, limit, offset, d, p))

@@ -26,8 +26,9 @@ def build_usage_query(site_ids: tuple[int, ...], window: Window, d: Dialect) -> 
     day = f"CAST({local_time('timestamp', window, d, p)} AS DATE)"
     counts = ", ".join(f"coalesce(sum(n) FILTER (WHERE type = '{t}'), 0) AS {t}_count" for t in EVENT_TYPES)
     types = ", ".join(p.add(t) for t in EVENT_TYPES)
+    where = window_condition(site_ids, window, p, d)
     sql = f"""SELECT day, {counts}, sum(n) AS event_count
-FROM (SELECT {day} AS day, type, count(*) AS n FROM events WHERE {window_condition(site_ids, window, p)} GROUP BY 1, 2)
+FROM (SELECT {day} AS day, type, count(*) AS n FROM events WHERE {where} GROUP BY 1, 2)
 WHERE type IN ({types})
 GROUP BY 1 ORDER BY 1"""
     return p.query(sql)

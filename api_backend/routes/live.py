@@ -29,8 +29,8 @@ def live(
     top = parse_int(limit, "limit", 10, 1, 50)
     window = parse_window({"past_minutes_start": str(span), "past_minutes_end": "0"})
     site_id = access.site.site_id
-    row = services.reader.rows(build_live_query(site_id, window))[0]
-    pages = services.reader.rows(build_live_pages_query(site_id, window, top))
+    row = services.reader.rows(build_live_query(site_id, window, services.reader.dialect))[0]
+    pages = services.reader.rows(build_live_pages_query(site_id, window, top, services.reader.dialect))
     data: dict[str, Any] = {"minutes": span}
     data.update({k: int(row[k] or 0) for k in ("visitors", "sessions", "pageviews", "events")})
     data["pages"] = [

@@ -163,7 +163,7 @@ def get_user(
     paging = parse_page(page, limit, 25, 100)
     site_id = access.site.site_id
     scope = Scope((site_id,), params.window())
-    totals = services.reader.rows(build_user_totals_query(scope, user_id), scope)[0]
+    totals = services.reader.rows(build_user_totals_query(scope, user_id, services.reader.dialect), scope)[0]
     if not totals["sessions"]:
         raise NotFoundError("User not found.")
     page_rows = services.reader.rows(

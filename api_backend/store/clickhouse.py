@@ -32,6 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from api_backend.query.dialect import CLICKHOUSE
 from api_backend.query.goals import GoalSpec
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, sessions_fill_sql
 from api_backend.store.events import (
@@ -101,6 +102,14 @@ _MATERIALIZED_CTE = re.compile(r"\bAS MATERIALIZED \(")
 # Server error codes meaning the engine refused a value bound into the query (CANNOT_COMPILE_REGEXP).
 _REJECTED_VALUE_CODES = frozenset({427})
 _MEMORY_LIMIT_EXCEEDED = 241
+
+# The rows of a range of time, in the form the engine skips the other days by (``Dialect.time_bound``).
+_RANGE = " AND ".join(
+    (
+        CLICKHOUSE.time_bound("timestamp", ">=", "{start:DateTime64(3, 'UTC')}"),
+        CLICKHOUSE.time_bound("timestamp", "<", "{end:DateTime64(3, 'UTC')}"),
+    )
+)
 
 # Deletes return only once a read can no longer see the rows.
 _DELETE_SETTINGS: dict[str, Any] = {"lightweight_deletes_sync": 2, "mutations_sync": 2}
@@ -350,8 +359,7 @@ class ClickHouseEventStore:
         with self._write_lock:
             for target in (self._delete_from, *self._copies.values()):
                 self.client.command(
-                    f"DELETE FROM {target} WHERE site_id = {{site:Int32}} "
-                    "AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}",
+                    f"DELETE FROM {target} WHERE site_id = {{site:Int32}} AND {_RANGE}",
                     parameters=params,
                     settings=_DELETE_SETTINGS,
                 )
@@ -364,9 +372,10 @@ class ClickHouseEventStore:
 
     def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:
         """The newest session of each visitor seen since ``since`` (recovers live sessions after a restart)."""
+        since_bound = CLICKHOUSE.time_bound("timestamp", ">=", "{since:DateTime64(3, 'UTC')}")
         return self.query(
             "SELECT site_id, user_id, argMax(session_id, timestamp), max(timestamp) FROM events "
-            "WHERE timestamp >= {since:DateTime64(3, 'UTC')} AND session_id != '' GROUP BY site_id, user_id",
+            f"WHERE {since_bound} AND session_id != '' GROUP BY site_id, user_id",
             {"since": since},
         )
 

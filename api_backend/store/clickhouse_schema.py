@@ -5,8 +5,9 @@ Choices, each because of how sitelens reads:
 - ``PARTITION BY toYYYYMM(timestamp)``: a month is a unit an operator can drop or move; every query has a time
   window, so whole months are skipped without reading their indexes.
 - ``ORDER BY (site_id, toDate(timestamp), session_id, timestamp)``: every query is one site and a range of days, so
-  the primary index narrows reads to that site's days; within a day a session's rows lie together, which makes the
-  per-session aggregates (bounces, durations, entry and exit pages) read contiguous data and compresses
+  the primary index narrows reads to that site's days (reads write the days' bounds beside the times', which the
+  engine does not turn into days itself: ``Dialect.time_bound``); within a day a session's rows lie together, which
+  makes the per-session aggregates (bounces, durations, entry and exit pages) read contiguous data and compresses
   ``session_id`` and ``user_id`` to almost nothing. A session that crosses midnight is split in two runs, which
   costs nothing in correctness.
 - ``DateTime64(3, 'UTC')``, since schema version 5 with ``T64`` + ``LZ4`` (before it ``Delta`` + ``ZSTD``): every

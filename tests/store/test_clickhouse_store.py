@@ -17,8 +17,11 @@ from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
 from api_backend.query.dialect import CLICKHOUSE
-from api_backend.query.goals import GOAL_EVENT_TYPES
-from api_backend.query.scope import window_version_query
+from api_backend.query.goals import GOAL_EVENT_TYPES, GoalSpec, build_goals_query
+from api_backend.query.js_errors import build_error_names_query
+from api_backend.query.metric import build_metric_query
+from api_backend.query.overview import build_overview_query
+from api_backend.query.scope import Scope, window_version_query
 from api_backend.query.window import Window
 from api_backend.routes.read_params import ReadParams
 from api_backend.settings import SettingsError, load_settings
@@ -532,3 +535,63 @@ def test_chstore020_upgrading_to_version_5_stores_new_times_with_t64_and_reads_t
         {"a": times[10], "b": times[20]},
     ) == [(10,)]
     upgraded.close()
+
+
+def _granules_read(store: ClickHouseEventStore, sql: str, params: object) -> dict[str, list[tuple[int, int]]]:
+    """Per table read by ``sql``: the (kept, all) granules of each of its reads after the primary key's test."""
+    reads: dict[str, list[tuple[int, int]]] = {}
+    table, keyed = "", False
+    for (line,) in store.query(f"EXPLAIN indexes = 1 {sql}", params):
+        line = line.strip(" │└─")
+        if line.startswith("ReadFromMergeTree"):
+            table = line.split("(")[1].rstrip(")").split(".")[-1]
+        elif line == "PrimaryKey":
+            keyed = True
+        elif keyed and line.startswith("Granules:"):
+            kept, total = line.split()[1].split("/")
+            reads.setdefault(table, []).append((int(kept), int(total)))
+            keyed = False
+    return reads
+
+
+def test_chstore021_a_read_bounded_by_time_reads_the_days_it_covers(store):
+    """The tables of events are ordered by day; a read bounded by time (a window, or the times near a window's edges
+    where the sessions crossing them lie) keeps to the granules of its days (``Dialect.time_bound``)."""
+    days, sessions = 16, 4_000
+    rows = []
+    for day in range(days):
+        for i in range(sessions):
+            start = datetime(2026, 3, 1 + day) + timedelta(seconds=i * 21)
+            for step, kind in enumerate(("pageview", "custom_event", "error")):
+                name = "signup" if kind == "custom_event" else ""
+                rows.append(
+                    _event(day * sessions + i, timestamp=start + timedelta(minutes=step), type=kind, event_name=name)
+                )
+    store.append(rows_to_table(rows))
+    scope = Scope((1,), Window(datetime(2026, 3, 5, 9), datetime(2026, 3, 6, 18), "UTC", mode="datetime"))
+    goal = GoalSpec(1, "event", {"eventName": "signup"})
+    queries = []
+    for query in (
+        build_overview_query(scope, CLICKHOUSE),
+        build_metric_query(scope, "pathname", 10, 0, CLICKHOUSE),
+        build_goals_query(scope, [goal], CLICKHOUSE),
+        build_error_names_query(scope, 10, 0, CLICKHOUSE),
+        window_version_query((1,), scope.window, CLICKHOUSE),
+    ):
+        queries.append(query)
+        if query.narrowing is not None:  # both forms: the window's events, and the table with the edges' events
+            queries += [query.narrowing.then([{"events": n, "sessions": 0, "merged": 1.0}]) for n in (1, 10**9)]
+    # Each of those tables holds every row of a type or all of them: a third of the events, or all of them.
+    per_day = {"events": 3 * sessions, "goal_events": sessions, "error_events": sessions}
+    granule = 8192
+    seen: set[str] = set()
+    for query in queries:
+        for table, reads in _granules_read(store, *CLICKHOUSE.bind(query)).items():
+            if table == "sessions":
+                continue
+            seen.add(table)
+            every = -(-days * per_day[table] // granule)
+            two_days = -(-2 * per_day[table] // granule) + 2  # a granule more at each end
+            assert 2 * two_days <= every
+            assert all(kept <= two_days and total == every for kept, total in reads), (table, reads, query.sql)
+    assert seen == {"events", "goal_events", "error_events"}

@@ -131,11 +131,11 @@ def built(d: Dialect) -> Iterator[tuple[str, Query]]:
         yield "rollup", build_goals_rollup_query(Scope((1,), window), GOALS, "country", 5001, d)
         yield "version", window_version_query((1,), window, d)
         yield "version-sessions", window_version_query((1, 2), window, d, sessions=True)
-        yield "user-totals", build_user_totals_query(Scope((1,), window), "ada")
+        yield "user-totals", build_user_totals_query(Scope((1,), window), "ada", d)
         yield "user-sessions", build_user_sessions_query(Scope((1,), window), "ada", 25, 25, d)
         if window.start is not None:
-            yield "live", build_live_query(1, window)
-            yield "live-pages", build_live_pages_query(1, window, 10)
+            yield "live", build_live_query(1, window, d)
+            yield "live-pages", build_live_pages_query(1, window, 10, d)
     yield "timeline", build_timeline_query(1, "s", 1001, d)
     yield "matching-values", build_matching_values_query(["a", "b"], parse_filters(_filter_sets()[5]), d)
 
