@@ -9,11 +9,9 @@ from datetime import datetime
 import pytest
 from fastapi.testclient import TestClient
 
-from api_backend.app import create_app
-from api_backend.services import Services, open_services
-from api_backend.settings import load_settings
+from api_backend.services import Services
 from api_backend.store.events import rows_to_table
-from tests.support import make_account, make_site
+from tests.support import app_on, make_account, make_site
 
 
 @dataclass
@@ -87,14 +85,8 @@ class Shared:
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
     """One app and world for the module's checks that change nothing (reads, and requests every caller in them is
     refused), instead of a new one per check."""
-    settings = load_settings(
-        {}, data_dir=str(tmp_path_factory.mktemp("access") / "data"), secret_key="test-secret-key-0123456789"
-    )
-    services = open_services(settings)
-    world = build_world(services)
-    with TestClient(create_app(settings, services)) as client:
-        yield Shared(client, services, world)
-    services.close()
+    with app_on(tmp_path_factory.mktemp("access") / "data") as (client, services):
+        yield Shared(client, services, build_world(services))
 
 
 # (name, method, path template, json body, level). {site} is the target site, {org} its organization.

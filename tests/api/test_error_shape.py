@@ -9,11 +9,9 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from api_backend.app import create_app
 from api_backend.routes import ROUTERS
-from api_backend.services import Services, open_services
-from api_backend.settings import load_settings
-from tests.support import Account, make_account, make_site
+from api_backend.services import Services
+from tests.support import Account, app_on, make_account, make_site
 
 ERROR_CODES = {
     400: "INVALID_REQUEST",
@@ -94,15 +92,9 @@ class Walk:
 def walk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Walk]:
     """One app for the walks over every route: each request in them is refused, so none changes what the next
     one meets."""
-    settings = load_settings(
-        {}, data_dir=str(tmp_path_factory.mktemp("errors") / "data"), secret_key="test-secret-key-0123456789"
-    )
-    services = open_services(settings)
-    owner = make_account(services, "owner@example.com")
-    ids = make_ids(services, owner)
-    with TestClient(create_app(settings, services)) as client:
-        yield Walk(client, owner, ids)
-    services.close()
+    with app_on(tmp_path_factory.mktemp("errors") / "data") as (client, services):
+        owner = make_account(services, "owner@example.com")
+        yield Walk(client, owner, make_ids(services, owner))
 
 
 # Valid input for routes that check their body or query before looking the target up (validation comes first).

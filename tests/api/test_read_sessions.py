@@ -12,12 +12,10 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from api_backend.app import create_app
-from api_backend.services import Services, open_services
-from api_backend.settings import load_settings
+from api_backend.services import Services
 from api_backend.store.events import rows_to_table
 from api_client import AnalyticsAPI, NotFoundError, Query
-from tests.support import Account, make_account, make_site, truth
+from tests.support import Account, app_on, make_account, make_site, truth
 
 WINDOW = {"start_date": "2026-03-27", "end_date": "2026-03-30", "time_zone": "Europe/Paris"}
 WINDOW_START, WINDOW_END = datetime(2026, 3, 26, 23), datetime(2026, 3, 30, 22)
@@ -46,21 +44,17 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    tmp = tmp_path_factory.mktemp("read-sessions")
-    settings = load_settings({}, data_dir=str(tmp / "data"), secret_key="test-secret-key-0123456789")
-    services = open_services(settings)
-    owner = make_account(services, "owner@example.com")
-    site = make_site(services, owner)
-    other = make_site(services, owner, "other.example")
-    rows = truth.generate_events(site.site_id)
-    services.events.append(rows_to_table(rows))
-    # Another site's sessions (same ids, same users) must never show up in this site's lists.
-    services.events.append(rows_to_table(truth.generate_events(other.site_id, sessions=40, seed=7)))
-    for goal in GOALS:
-        services.metadata.create_goal(site.site_id, goal["name"], goal["goalType"], goal["config"])
-    with TestClient(create_app(settings, services)) as client:
+    with app_on(tmp_path_factory.mktemp("read-sessions") / "data") as (client, services):
+        owner = make_account(services, "owner@example.com")
+        site = make_site(services, owner)
+        other = make_site(services, owner, "other.example")
+        rows = truth.generate_events(site.site_id)
+        services.events.append(rows_to_table(rows))
+        # Another site's sessions (same ids, same users) must never show up in this site's lists.
+        services.events.append(rows_to_table(truth.generate_events(other.site_id, sessions=40, seed=7)))
+        for goal in GOALS:
+            services.metadata.create_goal(site.site_id, goal["name"], goal["goalType"], goal["config"])
         yield World(client, services, owner, site.site_id, truth.frame(rows))
-    services.close()
 
 
 def _converted(rows: pd.DataFrame) -> set[str]:

@@ -15,13 +15,17 @@ from typing import Any
 import anyio
 import httpx
 import uvicorn
+from fastapi.testclient import TestClient
 
-from api_backend.services import Services
+from api_backend.app import create_app
+from api_backend.services import Services, open_services
+from api_backend.settings import load_settings
 from api_backend.store.models import Site, User
 
-__all__ = ["Account", "free_port", "live_server", "make_account", "make_site", "store_options"]
+__all__ = ["Account", "app_on", "free_port", "live_server", "make_account", "make_site", "store_options"]
 
 PASSWORD = "correct horse battery"
+SECRET_KEY = "test-secret-key-0123456789"
 
 # The repository checkout the tests run from.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +119,19 @@ class Account:
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"}
+
+
+@contextmanager
+def app_on(data_dir: Path) -> Iterator[tuple[TestClient, Services]]:
+    """A fresh sitelens keeping its data in ``data_dir`` (events on DuckDB): a test client of its app and its
+    services, for a module's tests to share; closed on leaving."""
+    settings = load_settings({}, data_dir=str(data_dir), secret_key=SECRET_KEY)
+    services = open_services(settings)
+    try:
+        with TestClient(create_app(settings, services)) as client:
+            yield client, services
+    finally:
+        services.close()
 
 
 def make_account(services: Services, email: str) -> Account:
