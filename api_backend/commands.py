@@ -7,6 +7,7 @@ Kept apart from ``cli.py`` (the parser and the admin and seed commands) so comma
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -79,7 +80,8 @@ def open_event_services(settings: Settings) -> Services:
     from api_backend.store.startup import StoreStartupError
 
     try:
-        return open_services(settings)
+        # A command opens the stores for its own job: the daily merge of a ClickHouse sessions table is the server's.
+        return open_services(dataclasses.replace(settings, clickhouse_merge_hour=None))
     except ValueError as exc:  # an events URL this build cannot open
         raise CommandError(str(exc)) from None
     except (StoreStartupError, LogCorruptError) as exc:  # a damaged or missing store: the message says what to do

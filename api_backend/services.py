@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from api_backend.ingest.pipeline import Ingestor
 from api_backend.read import EventReader
 from api_backend.settings import Settings
+from api_backend.store.clickhouse import ClickHouseEventStore
 from api_backend.store.events import EventStore
+from api_backend.store.merging import SessionsMergeSchedule
 from api_backend.store.metadata import MetadataStore
 from api_backend.store.startup import open_events, open_metadata_store
 from api_backend.store.writer import BatchWriter, VisibleEventStore
@@ -24,6 +26,8 @@ class Services:
     events: EventStore
     writer: BatchWriter
     ingestor: Ingestor
+    # The daily merge of a ClickHouse store's sessions table (``store/merging.py``), where it runs.
+    merging: SessionsMergeSchedule | None = None
     reader: EventReader = field(init=False)
 
     def __post_init__(self) -> None:
@@ -35,6 +39,8 @@ class Services:
 
     def close(self) -> None:
         """Commit queued events, then release both stores."""
+        if self.merging is not None:
+            self.merging.close()
         self.ingestor.close()
         self.writer.close()
         self.events.close()
@@ -60,4 +66,8 @@ def open_services(settings: Settings) -> Services:
     )
     events = VisibleEventStore(store, writer)
     ingestor = Ingestor(settings, metadata, events, writer)
-    return Services(settings, metadata, events, writer, ingestor)
+    merging = None
+    if isinstance(store, ClickHouseEventStore) and settings.clickhouse_merge_hour is not None:
+        merging = SessionsMergeSchedule(store, settings.clickhouse_merge_hour)
+        merging.start()
+    return Services(settings, metadata, events, writer, ingestor, merging)

@@ -127,6 +127,18 @@ def memory_bytes(size: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
+def _parse_hour(raw: str) -> int | None:
+    if raw.strip().lower() == "off":
+        return None
+    try:
+        hour = int(raw)
+    except ValueError:
+        raise SettingsError("must be an hour from 0 to 23, or off") from None
+    if not 0 <= hour <= 23:
+        raise SettingsError("must be an hour from 0 to 23, or off")
+    return hour
+
+
 def _parse_bool(raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -211,6 +223,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Memory one read of a ClickHouse store may use: past half of it groupings and sorts spill to disk, past all "
         "of it the read answers 503. Empty: 4GB for the embedded engine (`chdb://`), a server's own limits otherwise.",
     ),
+    Setting(
+        "clickhouse_merge_hour",
+        _parse_hour,
+        "3",
+        "Hour of the day (UTC, 0-23) in which a server on a ClickHouse store merges its `sessions` table into one "
+        "part when its largest part holds less than 95% of its rows, so reads keep taking whole sessions from it "
+        "(`off`: never; then run `sitelens clickhouse-merge-sessions` yourself).",
+    ),
     Setting("login_token_days", _parse_positive_int, "30", "Days a dashboard sign-in token stays valid."),
     Setting(
         "trust_proxy",
@@ -291,6 +311,7 @@ class Settings:
     commit_interval_ms: int = 100
     duckdb_memory_limit: str = "1GB"
     clickhouse_memory_limit: str = ""
+    clickhouse_merge_hour: int | None = 3
     login_token_days: int = 30
     trust_proxy: bool = False
     track_ip_events_per_minute: int = 12000

@@ -187,7 +187,7 @@ FACTS_MIN_EVENTS = 50_000_000
 # merges only the few rows of the small parts into it. On the 10M bench file's copy, its six overlapping parts
 # (largest share below a third) made the overview 705 -> 1,026 ms against grouping the events; one large part and
 # three small ones 770 -> 360 ms; the same events fed in time order as ingestion feeds them (six parts, the largest
-# 80.5%) 800 -> 592 ms (``bench/analysis.md``).
+# 80.5%) 800 -> 592 ms (``bench/analysis.md``). A server merges the table daily to keep it so (``store/merging.py``).
 MERGED_SHARE = 0.8
 
 

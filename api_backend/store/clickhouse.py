@@ -149,9 +149,18 @@ class ClickHouseEventStore:
 
     dialect = "clickhouse"
 
-    def __init__(self, client: Any, database: str, *, on_close: Any = None, memory_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        database: str,
+        *,
+        on_close: Any = None,
+        memory_limit: int | None = None,
+        merge_client: Callable[[], Any] | None = None,
+    ) -> None:
         self.client = client
         self.database = database
+        self._merge_client = merge_client
         self._query_settings = QUERY_SETTINGS | (memory_settings(memory_limit) if memory_limit else {})
         self._materialized_ctes = self._has_setting(MATERIALIZED_CTE_SETTING)
         if self._materialized_ctes:
@@ -217,13 +226,34 @@ class ClickHouseEventStore:
         Reads that take whole sessions from the table merge a session's rows across parts with ``FINAL``, which
         costs least on a table in one part: at 100M events, reading it whole took 5.0 s in the eight parts a bulk copy
         settled into, 2.4 s in one (``bench/analysis.md``). The merge takes minutes at that size; reads and inserts
-        go on meanwhile. Returns the active parts of the table on this server before and after.
+        go on meanwhile, since it runs on a client of its own where the store has one (``merge_client``: a second
+        handle on the embedded engine, whose calls on one handle wait for each other; a server client that waits
+        hours for the answer instead of the usual 300 s). Returns the active parts of the table on this server
+        before and after.
         """
-        table = "sessions" if self._cluster_of("sessions") is None else "sessions_local"
-        count = f"SELECT count() FROM system.parts WHERE active AND database = currentDatabase() AND table = '{table}'"
+        count = f"SELECT count() FROM system.parts WHERE {self._sessions_parts()}"
         before = int(self.client.query(count).result_rows[0][0])
-        self.client.command(f"OPTIMIZE TABLE {self._delete_sessions} FINAL", settings=_MERGE_SETTINGS)
+        client = self.client if self._merge_client is None else self._merge_client()
+        try:
+            client.command(f"OPTIMIZE TABLE {self._delete_sessions} FINAL", settings=_MERGE_SETTINGS)
+        finally:
+            if client is not self.client:
+                client.close()
         return {"parts_before": before, "parts_after": int(self.client.query(count).result_rows[0][0])}
+
+    def sessions_merged_share(self) -> float | None:
+        """The share of the ``sessions`` rows on this server that its largest active part holds (the measure
+        ``query.facts.MERGED_SHARE`` is compared with); None where this server holds none (an empty table, a node of
+        a cluster without a part of it)."""
+        largest, total = self.client.query(
+            f"SELECT max(rows), sum(rows) FROM system.parts WHERE {self._sessions_parts()}"
+        ).result_rows[0]
+        return int(largest) / int(total) if total else None
+
+    def _sessions_parts(self) -> str:
+        """SQL condition: the active parts of this server's ``sessions`` table (``sessions_local`` on a cluster)."""
+        table = "sessions" if self._cluster_of("sessions") is None else "sessions_local"
+        return f"active AND database = currentDatabase() AND table = '{table}'"
 
     def _delete_target(self, table: str) -> str:
         """Where deletes of ``table`` go: itself, or on a cluster the replicated local tables behind it."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from api_backend.settings import memory_bytes
 from api_backend.store.urls import DEFAULT_DATABASE, EVENTS_URL_SCHEMES, EventsTarget, parse_events_url
@@ -35,6 +35,11 @@ __all__ = [
 # answers at 100M events and the server peaks at 3.1-3.2 GB; with 1536MB five of twelve routes answered 503 (their
 # joins and materialized CTEs do not spill), with 1GB seven.
 EMBEDDED_MEMORY_LIMIT = "4GB"
+
+# Seconds the client merging a server's ``sessions`` table waits for its answer
+# (``ClickHouseEventStore.merge_sessions``), which comes only when the merge is done: 3 to 7 minutes at 100M events,
+# past the client's usual 300 s.
+MERGE_TIMEOUT = 6 * 3600
 
 
 def open_event_store(settings: Settings) -> tuple[EventStore, Path | None]:
@@ -88,8 +93,12 @@ def _open_server(target: EventsTarget, memory_limit: int | None) -> EventStore:
     finally:
         bootstrap.close()
     client = clickhouse_connect.get_client(database=target.database, **common)
+
+    def merge_client() -> Any:
+        return clickhouse_connect.get_client(database=target.database, send_receive_timeout=MERGE_TIMEOUT, **common)
+
     try:
-        return ClickHouseEventStore(client, target.database, memory_limit=memory_limit)
+        return ClickHouseEventStore(client, target.database, memory_limit=memory_limit, merge_client=merge_client)
     except BaseException:  # a schema it will not migrate, a server gone: nothing keeps the client
         client.close()
         raise
@@ -132,8 +141,18 @@ def _open_chdb(target: EventsTarget, memory_limit: int | None) -> EventStore:
             raise
         _chdb_path = path
         _chdb_open += 1
+
+    def merge_client() -> Any:
+        # A handle of its own: the calls on one handle wait for each other, so a merge on the store's would hold
+        # every read and insert for minutes.
+        handle = clickhouse_connect.get_client(dsn=f"chdb://{path}")
+        handle.database = target.database
+        return handle
+
     try:
-        return ClickHouseEventStore(client, target.database, on_close=_release_chdb, memory_limit=memory_limit)
+        return ClickHouseEventStore(
+            client, target.database, on_close=_release_chdb, memory_limit=memory_limit, merge_client=merge_client
+        )
     except BaseException:
         client.close()
         _release_chdb()

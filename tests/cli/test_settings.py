@@ -35,6 +35,9 @@ def test_environment_variables_are_read(tmp_path):
     assert settings.port == 9123 and settings.secret_key == "s" * 20 and settings.data_dir == tmp_path
     assert settings.dashboard_api_timeout == 120
     assert load_settings({**env, "SITELENS_DASHBOARD_API_TIMEOUT": "45"}).dashboard_api_timeout == 45
+    assert settings.clickhouse_merge_hour == 3
+    assert load_settings({**env, "SITELENS_CLICKHOUSE_MERGE_HOUR": "0"}).clickhouse_merge_hour == 0
+    assert load_settings({**env, "SITELENS_CLICKHOUSE_MERGE_HOUR": "Off"}).clickhouse_merge_hour is None
 
 
 @pytest.mark.parametrize(
@@ -50,6 +53,9 @@ def test_environment_variables_are_read(tmp_path):
         ("SITELENS_TRUST_PROXY", "maybe"),
         ("SITELENS_DUCKDB_MEMORY_LIMIT", "lots"),
         ("SITELENS_CLICKHOUSE_MEMORY_LIMIT", "1 GB or so"),
+        ("SITELENS_CLICKHOUSE_MERGE_HOUR", "24"),
+        ("SITELENS_CLICKHOUSE_MERGE_HOUR", "-1"),
+        ("SITELENS_CLICKHOUSE_MERGE_HOUR", "3am"),
         ("SITELENS_DASHBOARD_API_TIMEOUT", "0"),
         ("SITELENS_DASHBOARD_API_TIMEOUT", "a minute"),
         ("SITELENS_NO_SUCH_SETTING", "1"),

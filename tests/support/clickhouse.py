@@ -84,9 +84,14 @@ def chdb_database(chdb_client: Any) -> Iterator[str]:
 
 @pytest.fixture
 def chdb_settings(tmp_path: Path, chdb_path: Path, chdb_database: str) -> Settings:
-    """Settings of a fresh sitelens whose events live in ``chdb_database`` (metadata in SQLite under ``tmp_path``)."""
+    """Settings of a fresh sitelens whose events live in ``chdb_database`` (metadata in SQLite under ``tmp_path``),
+    without the daily merge of its sessions table (a test's parts stay as it made them, whatever the hour)."""
     return load_settings(
-        {}, data_dir=str(tmp_path / "data"), secret_key=SECRET, events_url=chdb_url(chdb_path, chdb_database)
+        {},
+        data_dir=str(tmp_path / "data"),
+        secret_key=SECRET,
+        events_url=chdb_url(chdb_path, chdb_database),
+        clickhouse_merge_hour="off",
     )
 
 
