@@ -15,7 +15,8 @@ because a session id belongs to one site (ingestion draws it at random, 128 bits
 
 DuckDB's table is read by every session-level route. ClickHouse's holds a session's rows in parts merged later: it
 is read merged (``sessions_relation``), by the routes needing only the columns both tables keep, and only where that
-costs less than grouping the window's events: a large window, or a table mostly merged (``facts_where_cheaper``).
+costs less than grouping the window's events: a large window, or one of a million events or more and a table mostly
+merged (``facts_where_cheaper``).
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def sessions_relation(d: Dialect, stored: Sequence[str] | None = None) -> str:
 
 
 # Where the table is merged at read time (``Dialect.merged_sessions``), whole sessions come from it for a window of
-# at least this many events, or for any window once the table is mostly merged (below), in both cases only for a
+# at least this many events, or for a smaller one once the table is mostly merged (below), in both cases only for a
 # window holding at least twice as many events as the site has rows in the table.
 FACTS_MIN_EVENTS = 50_000_000
 # The table counts as mostly merged when its largest part holds at least this share of its rows: ``FINAL`` then
@@ -189,6 +190,13 @@ FACTS_MIN_EVENTS = 50_000_000
 # three small ones 770 -> 360 ms; the same events fed in time order as ingestion feeds them (six parts, the largest
 # 80.5%) 800 -> 592 ms (``bench/analysis.md``). A server merges the table daily to keep it so (``store/merging.py``).
 MERGED_SHARE = 0.8
+# A mostly merged table is read only for a window of at least this many events: below it grouping the window's events
+# costs less, as the engine alone takes 50-100 ms to resolve a table form's SQL. On merged chdb stores of seeded events
+# (31-day windows, medians of 5-7, ``bench/analysis.md``): at 100k events the grouping took 15-63 ms against the
+# table's 56-175 ms on each route; at 300k 43-62 against 50-139 ms (the overview 55 against 50); at 1M the two were
+# within 15% of each other but for the overview (121-148 against 79-92 ms); at 3M the table won (the overview 414
+# against 164 ms).
+MERGED_MIN_EVENTS = 1_000_000
 
 
 def _merged_share() -> str:
@@ -213,10 +221,11 @@ def facts_where_cheaper(
     the API) and the table at 100M (21.1 against 11.3 s): the grouping spills to disk there. Merged into one large
     part, the table wins at both sizes (10M: 770 -> 360 ms; 100M: 3.7 s). So the narrowing counts the window's
     events and the site's rows (both from the tables' indexes) and reads how merged the table is (the parts'
-    metadata); it picks the table for a window over most of the site's data that is large or meets a mostly merged
-    table. The result cache resolves the narrowing before it keys the answer (``read/results.py``): only a read of
-    the table needs its key to count the table. With ``when_merged=False`` the table is read for large windows only,
-    for a read that takes more from it than whole sessions' facts (the time series).
+    metadata); it picks the table for a window over most of the site's data that is large, or that is not small
+    (``MERGED_MIN_EVENTS``) and meets a mostly merged table. The result cache resolves the narrowing before it keys
+    the answer (``read/results.py``): only a read of the table needs its key to count the table. With
+    ``when_merged=False`` the table is read for large windows only, for a read that takes more from it than whole
+    sessions' facts (the time series).
     """
     if not d.merged_sessions:
         return facts
@@ -230,7 +239,8 @@ def facts_where_cheaper(
 
     def choose(rows: list[dict[str, Any]]) -> Query:
         window_events, site_rows, merged = rows[0]["events"], rows[0]["sessions"], rows[0]["merged"]
-        worth = window_events >= FACTS_MIN_EVENTS or (when_merged and (merged or 0) >= MERGED_SHARE)
+        mostly_merged = window_events >= MERGED_MIN_EVENTS and (merged or 0) >= MERGED_SHARE
+        worth = window_events >= FACTS_MIN_EVENTS or (when_merged and mostly_merged)
         return facts if worth and 2 * site_rows <= window_events else grouped
 
     return replace(grouped, narrowing=Narrowing(p.query(d.counting(sizes)), choose), reads_sessions=True)

@@ -13,6 +13,7 @@ import pytest
 
 from api_backend.cli import main
 from api_backend.clickhouse_admin import migrate_events
+from api_backend.query import facts as facts_module
 from api_backend.query.dialect import CLICKHOUSE
 from api_backend.query.facts import FACTS_MIN_EVENTS
 from api_backend.query.overview import build_overview_query
@@ -392,7 +393,9 @@ def test_chadmin012_merging_the_sessions_table_leaves_one_row_per_session_and_th
     assert built.narrowing is not None
     from_table = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
     answer = store.query_dicts(*CLICKHOUSE.bind(from_table))
-    # In many small parts the narrowing groups these few events; merged into one, it reads the table.
+    # In many small parts the narrowing groups these events; merged into one, it reads the table (for these few
+    # events too, here).
+    monkeypatch.setattr(facts_module, "MERGED_MIN_EVENTS", 1)
     assert not _picks_the_table(store, built)
     table = finished(store)
     store.close()

@@ -18,7 +18,7 @@ import pytest
 
 from api_backend.query import facts as facts_module
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
-from api_backend.query.facts import FACTS_MIN_EVENTS, FIRST_SET_PARAMETERS, MERGED_SHARE
+from api_backend.query.facts import FACTS_MIN_EVENTS, FIRST_SET_PARAMETERS, MERGED_MIN_EVENTS, MERGED_SHARE
 from api_backend.query.filters import SESSION_PARAMETERS
 from api_backend.query.goals import (
     GoalSpec,
@@ -361,9 +361,12 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
         (FACTS_MIN_EVENTS, FACTS_MIN_EVENTS // 2, 0.3, True),
         (FACTS_MIN_EVENTS - 1, 0, 0.3, False),  # few events: grouping them costs less than merging many parts
         (10 * FACTS_MIN_EVENTS, 5 * FACTS_MIN_EVENTS + 1, 1.0, False),  # a window over less than half the site's data
-        (1000, 500, MERGED_SHARE, True),  # few events, but the table mostly in one part: merging it costs little
-        (1000, 500, None, False),  # no part of the table on this server (a cluster's node): the size alone decides
-        (1000, 501, 1.0, False),
+        # Fewer events, but the table mostly in one part: merging it costs little.
+        (MERGED_MIN_EVENTS, MERGED_MIN_EVENTS // 2, MERGED_SHARE, True),
+        (MERGED_MIN_EVENTS - 1, 0, 1.0, False),  # fewer still: grouping them costs less than resolving the read
+        # No part of the table on this server (a cluster's node): the size alone decides.
+        (MERGED_MIN_EVENTS, 0, None, False),
+        (MERGED_MIN_EVENTS, MERGED_MIN_EVENTS // 2 + 1, 1.0, False),
     ):
         row = {"events": events, "sessions": rows, "merged": merged}
         assert (facts in built.narrowing.then([row]).sql) == table, row
@@ -416,6 +419,7 @@ def test_chfacts009_the_cache_key_counts_the_table_only_when_the_read_picked_tak
         return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
 
     want = _answers(chdb_store, CLICKHOUSE, build_overview_events_query(scope, CLICKHOUSE))
+    monkeypatch.setattr(facts_module, "MERGED_MIN_EVENTS", 1)  # a merged table's form for these few events
     # One insert, one part: the table counts as merged. With the share out of reach, only the size could pick it.
     for share, counts_table in ((MERGED_SHARE, True), (1.5, False)):
         monkeypatch.setattr(facts_module, "MERGED_SHARE", share)
@@ -446,6 +450,7 @@ def test_chfacts017_a_read_of_the_table_is_kept_under_its_parts_and_found_by_the
     outside the window changes the parts, not the sum: the sum's key answers, without the read. A write into the
     window changes the counts: the read runs again at once, without the sum, and sees it."""
     monkeypatch.setattr(facts_module, "MERGED_SHARE", 0.0)  # the table's form at any size
+    monkeypatch.setattr(facts_module, "MERGED_MIN_EVENTS", 0)
     rng = random.Random(43)
     rows = random_events(rng, 300)
     site_1, site_2 = [r for r in rows if r["site_id"] == 1], [r for r in rows if r["site_id"] == 2]
