@@ -14,7 +14,8 @@ drop rules and enriches each event, doing the work once per distinct value inste
 The result, ``Enriched``, becomes one ``EVENT_SCHEMA`` table built column by column (batches: the sender's and
 page's columns as one array over the groups, gathered by each event's group index) or records, value tuples in
 the table's column order (single events, which the store's coalescer gathers across concurrent requests into one
-conversion). Every event of one call is stamped with one clock reading.
+conversion). Every event of one call is stamped from one clock reading, but the events of one session a
+millisecond apart in the call's order and after the session's last event (``SessionTracker.sessions_for``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Protocol
@@ -35,7 +36,7 @@ from api_backend.ingest.bots import is_bot
 from api_backend.ingest.channels import classify_channel, strip_www
 from api_backend.ingest.fastpath import EVENT_FIELDS
 from api_backend.ingest.geo import GeoLocation
-from api_backend.ingest.sessions import SessionTracker
+from api_backend.ingest.sessions import STAMP_LEAD, SessionTracker
 from api_backend.ingest.site_rules import SiteRules
 from api_backend.ingest.useragent import UserAgentInfo, device_type
 from api_backend.store.events import EVENT_SCHEMA
@@ -61,6 +62,7 @@ _SITE_KEY, _HOSTNAME, _QUERYSTRING, _REFERRER = _F["site_key"], _F["hostname"], 
 _USER_ID, _IP, _UA, _API_KEY = _F["user_id"], _F["ip_address"], _F["user_agent"], _F["api_key"]
 _WIDTH, _HEIGHT = _F["screen_width"], _F["screen_height"]
 _INT, _TIMESTAMP = pa.int32(), EVENT_SCHEMA.field("timestamp").type
+_EPOCH, _MILLISECOND = datetime(1970, 1, 1), timedelta(milliseconds=1)
 
 # What ``Senders.columns`` returns, in order.
 SENDER_COLUMNS = (
@@ -170,6 +172,8 @@ class Senders:
         self.identified: list[str | None] = []  # looked up only when an event without its own user_id needs it
         self.info: list[Any] = []
         self.geo: list[Any] = []
+        # The groups' sessions and first times, asked of the tracker once (asking moves each session's last time).
+        self._sessions: tuple[list[str], list[datetime]] | None = None
 
     def new(self, rules: SiteRules, ip: str, user_agent: str, trusted: bool) -> int | str:
         """Enrich a sender seen for the first time: the site's drop rules, then geo, user agent and visitor id."""
@@ -198,13 +202,18 @@ class Senders:
             )
         return found
 
-    def columns(self) -> dict[str, list[Any]]:
-        """The sender columns of the events table (``SENDER_COLUMNS``), one value per group (sessions in one pass over
-        the map)."""
+    def columns(self, counts: list[int] | None) -> tuple[dict[str, list[Any]], list[datetime]]:
+        """The sender columns of the events table (``SENDER_COLUMNS``), one value per group, and the time of each
+        group's first event (sessions and times in one pass over the map). ``counts``: the events of each group,
+        None for one each."""
         infos, geos = self.info, self.geo
-        return {
+        if self._sessions is None:
+            visitors = zip(self.site_id, self.visitor, strict=True)
+            self._sessions = self.context.sessions.sessions_for(visitors, self.now, counts)
+        session_ids, firsts = self._sessions
+        columns: dict[str, list[Any]] = {
             "site_id": self.site_id,
-            "session_id": self.context.sessions.sessions_for(zip(self.site_id, self.visitor, strict=True), self.now),
+            "session_id": session_ids,
             "user_id": self.visitor,
             "browser": [i.browser for i in infos],
             "browser_version": [i.browser_version for i in infos],
@@ -214,6 +223,7 @@ class Senders:
             "region": [g.region if g else "" for g in geos],
             "city": [g.city if g else "" for g in geos],
         }
+        return columns, firsts
 
 
 @dataclass(slots=True)
@@ -241,14 +251,14 @@ class Enriched:
         # i (an import of distinct visitors, say): the group values are then the column itself.
         by_sender = None if len(self.senders.visitor) == count else pa.array(self.sender_index, _INT)
         by_page = None if len(self.page_rows) == count else pa.array(self.page_index, _INT)
-        group_values = self.senders.columns()
+        group_values, firsts = self.senders.columns(None if by_sender is None else self._group_counts())
         page_columns = dict(zip(PAGE_COLUMNS, zip(*self.page_rows, strict=True), strict=True))
         per_event = {"identified_user_id": self.identified, "device_type": self.devices}
         arrays = []
         for column in EVENT_SCHEMA:
             name, kind = column.name, column.type
             if name == "timestamp":
-                array = pa.repeat(pa.scalar(self.now, _TIMESTAMP), count)
+                array = self._stamps(firsts, count)
             elif name in group_values:
                 array = pa.array(group_values[name], kind)
                 if by_sender is not None:
@@ -269,15 +279,43 @@ class Enriched:
         """The accepted events as records of ``EVENT_SCHEMA``: value tuples in its order, the values ``table`` holds."""
         if not self.accepted:
             return []
-        group_values = self.senders.columns()
+        one_each = len(self.senders.visitor) == len(self.accepted)
+        group_values, firsts = self.senders.columns(None if one_each else self._group_counts())
         senders = list(zip(*(group_values[name] for name in SENDER_COLUMNS), strict=True))
-        page_rows, now = self.page_rows, self.now
+        page_rows = self.page_rows
+        times = firsts if one_each else self._stamps(firsts, len(self.accepted)).to_pylist()
         return [
-            _RECORD(event + page_rows[page] + senders[sender] + (now, identified, device))
-            for event, sender, page, identified, device in zip(
-                self.accepted, self.sender_index, self.page_index, self.identified, self.devices, strict=True
+            _RECORD(event + page_rows[page] + senders[sender] + (at, identified, device))
+            for event, sender, page, at, identified, device in zip(
+                self.accepted, self.sender_index, self.page_index, times, self.identified, self.devices, strict=True
             )
         ]
+
+    def _group_counts(self) -> list[int]:
+        """The accepted events of each sender group."""
+        counts = [0] * len(self.senders.visitor)
+        for group in self.sender_index:
+            counts[group] += 1
+        return counts
+
+    def _stamps(self, firsts: list[datetime], count: int) -> pa.Array:
+        """The timestamp column: each event its group's first time (``Senders.columns``), a millisecond more for each
+        earlier event of its group, at most ``STAMP_LEAD`` past ``now`` (``ingest.sessions.stamp``, counted here in
+        the column's whole milliseconds); one value repeated where every event is stamped ``now``."""
+        now = self.now
+        if len(firsts) == count:
+            if all(first == now for first in firsts):
+                return pa.repeat(pa.scalar(now, _TIMESTAMP), count)
+            return pa.array(firsts, _TIMESTAMP)
+        base = [(first - _EPOCH) // _MILLISECOND for first in firsts]
+        lead = (now + STAMP_LEAD - _EPOCH) // _MILLISECOND
+        rank = [0] * len(firsts)
+        values = []
+        for group in self.sender_index:
+            at = base[group] + rank[group]
+            values.append(at if at < lead else lead)
+            rank[group] += 1
+        return pa.array(values, pa.int64()).cast(_TIMESTAMP)
 
 
 def enrich_events(

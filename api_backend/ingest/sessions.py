@@ -7,18 +7,27 @@ recovered from the event store (``recover``), so a restart does not split sessio
 A new session's id is a UUID version 7 in 32 hex digits (``new_session_id``): its first 12 digits are the
 milliseconds since the epoch of the event that opened it. The store finds the stored sessions a batch continues
 among those that began at most a little before that time (``store/sessions.py``), not among all of them.
+
+The tracker also gives each session's events their times (``sessions_for``): the clock's reading, but at least a
+millisecond after the session's last event, so the events of one session never share a time and keep the order they
+arrived in (a batch sent by a server lists a visit's pages in order, which its entry and exit pages and a funnel's
+steps are read from). A session's events run ahead of the clock by at most ``STAMP_LEAD``; past that (a sender
+flooding one session with over a thousand events a second) they share the time ``now + STAMP_LEAD``.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-__all__ = ["SESSION_TIMEOUT", "SessionTracker", "new_session_id"]
+__all__ = ["SESSION_TIMEOUT", "STAMP_LEAD", "SessionTracker", "new_session_id", "stamp"]
 
 SESSION_TIMEOUT = timedelta(minutes=30)
+# How far ahead of the clock a session's events may be stamped to keep them a millisecond apart: a batch of 1000
+# events of one visitor spans 999 ms.
+STAMP_LEAD = timedelta(seconds=1)
 _PRUNE_EVERY = timedelta(minutes=1)
 _EPOCH = datetime(1970, 1, 1)
 _MILLISECOND = timedelta(milliseconds=1)
@@ -35,6 +44,12 @@ def _random_part() -> str:
     """The last 19 digits of a new session id: random, but for the variant digit."""
     digits = os.urandom(10).hex()
     return digits[:3] + _VARIANT[digits[3]] + digits[4:19]
+
+
+def stamp(first: datetime, rank: int, lead: datetime) -> datetime:
+    """The time of a session's event ``rank`` places after the one stamped ``first`` in the same call: a millisecond
+    per place, at most ``lead``."""
+    return min(first + rank * _MILLISECOND, lead) if rank else first
 
 
 def new_session_id(now: datetime) -> str:
@@ -67,41 +82,44 @@ class SessionTracker:
         return count
 
     def session_for(self, site_id: int, visitor: str, now: datetime) -> str:
-        """The session of an event at ``now``: the visitor's live one, or a new one after the timeout."""
-        key = (site_id, visitor)
-        with self._lock:
-            current = self._live.get(key)
-            if current is not None and now - current[1] <= self.timeout:
-                session_id = current[0]
-                # An event stamped earlier than the last one (clock step) must not move last_seen back.
-                self._live[key] = (session_id, max(now, current[1]))
-            else:
-                session_id = new_session_id(now)
-                self._live[key] = (session_id, now)
-            if self._next_prune is None or now >= self._next_prune:
-                self._prune(now)
+        """The session of one event at ``now``: the visitor's live one, or a new one after the timeout."""
+        (session_id,), _ = self.sessions_for([(site_id, visitor)], now)
         return session_id
 
-    def sessions_for(self, visitors: Iterable[tuple[int, str]], now: datetime) -> list[str]:
-        """``session_for`` of each ``(site_id, visitor)`` at ``now``, in order, under one lock (for batches)."""
-        out = []
+    def sessions_for(
+        self, visitors: Iterable[tuple[int, str]], now: datetime, counts: Sequence[int] | None = None
+    ) -> tuple[list[str], list[datetime]]:
+        """For each ``(site_id, visitor)`` in order, with ``counts[i]`` events (1 each without ``counts``) arriving
+        at ``now``: its session (the live one, or a new one after the timeout) and the time of its first event, under
+        one lock. The events after the first are stamped a millisecond apart (``stamp``); the session's last time
+        moves to its last event's.
+
+        The first event of a new session is stamped ``now``; of a live one, ``now`` but at least a millisecond after
+        its last event, and at most ``STAMP_LEAD`` after ``now``.
+        """
+        ids, firsts = [], []
         live = self._live
         timeout = self.timeout
         opened = _opened(now)
+        lead = now + STAMP_LEAD
         with self._lock:
-            for key in visitors:
+            for i, key in enumerate(visitors):
+                count = 1 if counts is None else counts[i]
                 current = live.get(key)
                 if current is not None and now - current[1] <= timeout:
-                    session_id = current[0]
-                    if now > current[1]:
-                        live[key] = (session_id, now)
+                    session_id, last = current
+                    first = min(max(now, last + _MILLISECOND), lead)
+                    # A clock stepped back must not move the session's last time back.
+                    live[key] = (session_id, max(last, stamp(first, count - 1, lead)))
                 else:
                     session_id = opened + _random_part()
-                    live[key] = (session_id, now)
-                out.append(session_id)
+                    first = now
+                    live[key] = (session_id, stamp(first, count - 1, lead))
+                ids.append(session_id)
+                firsts.append(first)
             if self._next_prune is None or now >= self._next_prune:
                 self._prune(now)
-        return out
+        return ids, firsts
 
     def forget_site(self, site_id: int) -> None:
         """Drop every live session of a deleted site."""

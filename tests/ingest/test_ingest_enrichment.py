@@ -12,7 +12,7 @@ from netaddr import IPSet
 
 from api_backend.ingest.bots import is_bot
 from api_backend.ingest.geo import BundledLocator, GeoLocation, MaxMindLocator, open_locator
-from api_backend.ingest.sessions import SessionTracker, new_session_id
+from api_backend.ingest.sessions import STAMP_LEAD, SessionTracker, new_session_id
 from api_backend.ingest.useragent import device_type, parse_user_agent
 from api_backend.ingest.visitor import visitor_id
 
@@ -173,6 +173,27 @@ def test_enrich007_session_tracker_timeout_and_recovery():
     assert len(restarted) == 1
 
 
+def test_enrich019_a_sessions_events_are_stamped_a_millisecond_apart_and_at_most_the_lead_ahead():
+    now, ms = datetime(2026, 3, 1, 9, 0), timedelta(milliseconds=1)
+    tracker = SessionTracker()
+    # A new session's first event is stamped now; its others follow a millisecond apart.
+    ids, firsts = tracker.sessions_for([(1, "v"), (1, "w")], now, [3, 1])
+    assert firsts == [now, now]
+    # At the same clock reading, a live session goes on after its last event; another visitor's starts at now.
+    again, firsts = tracker.sessions_for([(1, "v"), (2, "v")], now)
+    assert again[0] == ids[0] and again[1] not in ids and firsts == [now + 3 * ms, now]
+    assert tracker.sessions_for([(1, "v")], now + timedelta(seconds=5)) == ([ids[0]], [now + timedelta(seconds=5)])
+    # No further ahead of the clock than the lead: a flood shares the lead's time.
+    later = now + timedelta(minutes=1)
+    _, (first,) = tracker.sessions_for([(1, "w")], later, [5000])
+    assert first == later
+    assert tracker.sessions_for([(1, "w")], later)[1] == [later + STAMP_LEAD]
+    # A clock stepped back keeps the session, and its last time: the timeout runs from the latest event.
+    back = later - timedelta(minutes=10)
+    assert tracker.sessions_for([(1, "w")], back) == ([ids[1]], [back + STAMP_LEAD])
+    assert tracker.session_for(1, "w", later + STAMP_LEAD + timedelta(minutes=30)) == ids[1]
+
+
 def test_enrich008_a_new_session_id_is_a_uuid7_holding_the_time_of_its_first_event():
     opened = datetime(2026, 3, 1, 9, 0, 12, 345678)
     tracker = SessionTracker()
@@ -180,6 +201,6 @@ def test_enrich008_a_new_session_id_is_a_uuid7_holding_the_time_of_its_first_eve
     assert uuid.UUID(first).version == 7 and uuid.UUID(first).hex == first
     assert int(first[:12], 16) == int((opened - datetime(1970, 1, 1)).total_seconds() * 1000)  # to the millisecond
     assert tracker.session_for(1, "v", opened + timedelta(minutes=20)) == first  # a continued session keeps its id
-    (batch,) = tracker.sessions_for([(2, "w")], opened + timedelta(hours=3))
+    (batch,), _ = tracker.sessions_for([(2, "w")], opened + timedelta(hours=3))
     assert batch[:12] == new_session_id(opened + timedelta(hours=3))[:12]
     assert len({new_session_id(opened) for _ in range(1000)}) == 1000  # the rest of the id is random
