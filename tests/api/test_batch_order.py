@@ -96,7 +96,7 @@ def test_order002_a_flood_of_one_session_runs_at_most_a_second_ahead_of_the_cloc
     _send(client, owner, [_event(site, "198.51.100.9", f"/p{n}") for n in range(1000)])
     _send(client, owner, [_event(site, "198.51.100.9", f"/q{n}") for n in range(500)])
 
-    ((pairs),) = _times(services).values()
+    (pairs,) = _times(services).values()
     times = [t for t, _ in pairs]
     assert len(times) == 1500 and times[0] == NOW
     assert len(set(times[:1001])) == 1001  # a millisecond apart until the lead is reached
