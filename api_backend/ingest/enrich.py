@@ -29,6 +29,7 @@ from operator import itemgetter
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
+import numpy as np
 import pyarrow as pa
 
 from api_backend.errors import APIError, AuthenticationRequiredError, NotFoundError
@@ -172,8 +173,9 @@ class Senders:
         self.identified: list[str | None] = []  # looked up only when an event without its own user_id needs it
         self.info: list[Any] = []
         self.geo: list[Any] = []
-        # The groups' sessions and first times, asked of the tracker once (asking moves each session's last time).
-        self._sessions: tuple[list[str], list[datetime]] | None = None
+        # The groups' sessions and later first times, asked of the tracker once (asking moves each session's last
+        # time).
+        self._sessions: tuple[list[str], dict[int, datetime]] | None = None
 
     def new(self, rules: SiteRules, ip: str, user_agent: str, trusted: bool) -> int | str:
         """Enrich a sender seen for the first time: the site's drop rules, then geo, user agent and visitor id."""
@@ -202,15 +204,15 @@ class Senders:
             )
         return found
 
-    def columns(self, counts: list[int] | None) -> tuple[dict[str, list[Any]], list[datetime]]:
-        """The sender columns of the events table (``SENDER_COLUMNS``), one value per group, and the time of each
-        group's first event (sessions and times in one pass over the map). ``counts``: the events of each group,
-        None for one each."""
+    def columns(self, counts: list[int] | None) -> tuple[dict[str, list[Any]], dict[int, datetime]]:
+        """The sender columns of the events table (``SENDER_COLUMNS``), one value per group, and the first event's
+        time of each group whose first event is stamped later than ``now`` (``SessionTracker.sessions_for``: sessions
+        and times in one pass over the map). ``counts``: the events of each group, None for one each."""
         infos, geos = self.info, self.geo
         if self._sessions is None:
             visitors = zip(self.site_id, self.visitor, strict=True)
             self._sessions = self.context.sessions.sessions_for(visitors, self.now, counts)
-        session_ids, firsts = self._sessions
+        session_ids, later = self._sessions
         columns: dict[str, list[Any]] = {
             "site_id": self.site_id,
             "session_id": session_ids,
@@ -223,7 +225,7 @@ class Senders:
             "region": [g.region if g else "" for g in geos],
             "city": [g.city if g else "" for g in geos],
         }
-        return columns, firsts
+        return columns, later
 
 
 @dataclass(slots=True)
@@ -251,14 +253,14 @@ class Enriched:
         # i (an import of distinct visitors, say): the group values are then the column itself.
         by_sender = None if len(self.senders.visitor) == count else pa.array(self.sender_index, _INT)
         by_page = None if len(self.page_rows) == count else pa.array(self.page_index, _INT)
-        group_values, firsts = self.senders.columns(None if by_sender is None else self._group_counts())
+        group_values, later = self.senders.columns(None if by_sender is None else self._group_counts())
         page_columns = dict(zip(PAGE_COLUMNS, zip(*self.page_rows, strict=True), strict=True))
         per_event = {"identified_user_id": self.identified, "device_type": self.devices}
         arrays = []
         for column in EVENT_SCHEMA:
             name, kind = column.name, column.type
             if name == "timestamp":
-                array = self._stamps(firsts, count)
+                array = self._stamps(later, count)
             elif name in group_values:
                 array = pa.array(group_values[name], kind)
                 if by_sender is not None:
@@ -280,10 +282,13 @@ class Enriched:
         if not self.accepted:
             return []
         one_each = len(self.senders.visitor) == len(self.accepted)
-        group_values, firsts = self.senders.columns(None if one_each else self._group_counts())
+        group_values, later = self.senders.columns(None if one_each else self._group_counts())
         senders = list(zip(*(group_values[name] for name in SENDER_COLUMNS), strict=True))
         page_rows = self.page_rows
-        times = firsts if one_each else self._stamps(firsts, len(self.accepted)).to_pylist()
+        if one_each:
+            times = [later.get(group, self.now) for group in range(len(self.accepted))]
+        else:
+            times = self._stamps(later, len(self.accepted)).to_pylist()
         return [
             _RECORD(event + page_rows[page] + senders[sender] + (at, identified, device))
             for event, sender, page, at, identified, device in zip(
@@ -293,29 +298,31 @@ class Enriched:
 
     def _group_counts(self) -> list[int]:
         """The accepted events of each sender group."""
-        counts = [0] * len(self.senders.visitor)
-        for group in self.sender_index:
-            counts[group] += 1
-        return counts
+        return np.bincount(self.sender_index, minlength=len(self.senders.visitor)).tolist()
 
-    def _stamps(self, firsts: list[datetime], count: int) -> pa.Array:
-        """The timestamp column: each event its group's first time (``Senders.columns``), a millisecond more for each
-        earlier event of its group, at most ``STAMP_LEAD`` past ``now`` (``ingest.sessions.stamp``, counted here in
-        the column's whole milliseconds); one value repeated where every event is stamped ``now``."""
+    def _stamps(self, later: dict[int, datetime], count: int) -> pa.Array:
+        """The timestamp column: each event its group's first time (``now``, or ``later``'s), a millisecond more for
+        each earlier event of its group, at most ``STAMP_LEAD`` past ``now`` (``ingest.sessions.stamp``, counted here
+        in the column's whole milliseconds); one value repeated where every event is stamped ``now``."""
         now = self.now
-        if len(firsts) == count:
-            if all(first == now for first in firsts):
-                return pa.repeat(pa.scalar(now, _TIMESTAMP), count)
-            return pa.array(firsts, _TIMESTAMP)
-        base = [(first - _EPOCH) // _MILLISECOND for first in firsts]
+        groups = len(self.senders.visitor)
+        if groups == count and not later:
+            return pa.repeat(pa.scalar(now, _TIMESTAMP), count)
+        base = np.full(groups, (now - _EPOCH) // _MILLISECOND, np.int64)
+        for group, first in later.items():
+            base[group] = (first - _EPOCH) // _MILLISECOND
+        if groups == count:
+            return pa.array(base).cast(_TIMESTAMP)
+        index = np.asarray(self.sender_index)
+        # Each event's place among its group's events: its position in the events sorted by group (stably), less the
+        # position of its group's first event there.
+        order = np.argsort(index, kind="stable")
+        sorted_index = index[order]
+        starts = np.flatnonzero(np.r_[True, sorted_index[1:] != sorted_index[:-1]])
+        rank = np.empty(count, np.int64)
+        rank[order] = np.arange(count) - np.repeat(starts, np.diff(np.r_[starts, count]))
         lead = (now + STAMP_LEAD - _EPOCH) // _MILLISECOND
-        rank = [0] * len(firsts)
-        values = []
-        for group in self.sender_index:
-            at = base[group] + rank[group]
-            values.append(at if at < lead else lead)
-            rank[group] += 1
-        return pa.array(values, pa.int64()).cast(_TIMESTAMP)
+        return pa.array(np.minimum(base[index] + rank, lead)).cast(_TIMESTAMP)
 
 
 def enrich_events(

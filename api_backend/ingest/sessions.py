@@ -88,38 +88,41 @@ class SessionTracker:
 
     def sessions_for(
         self, visitors: Iterable[tuple[int, str]], now: datetime, counts: Sequence[int] | None = None
-    ) -> tuple[list[str], list[datetime]]:
+    ) -> tuple[list[str], dict[int, datetime]]:
         """For each ``(site_id, visitor)`` in order, with ``counts[i]`` events (1 each without ``counts``) arriving
-        at ``now``: its session (the live one, or a new one after the timeout) and the time of its first event, under
-        one lock. The events after the first are stamped a millisecond apart (``stamp``); the session's last time
-        moves to its last event's.
-
-        The first event of a new session is stamped ``now``; of a live one, ``now`` but at least a millisecond after
-        its last event, and at most ``STAMP_LEAD`` after ``now``.
+        at ``now``: its session (the live one, or a new one after the timeout), under one lock. Also the time of the
+        first event of each visitor ``i`` whose first event is stamped later than ``now``: a live session whose last
+        event is no older than ``now`` goes on a millisecond after it, at most ``STAMP_LEAD`` after ``now``; the
+        others start at ``now``. The events after the first are stamped a millisecond apart (``stamp``), and the
+        session's last time moves to its last event's.
         """
-        ids, firsts = [], []
+        ids: list[str] = []
+        later: dict[int, datetime] = {}
         live = self._live
         timeout = self.timeout
         opened = _opened(now)
         lead = now + STAMP_LEAD
         with self._lock:
             for i, key in enumerate(visitors):
-                count = 1 if counts is None else counts[i]
                 current = live.get(key)
+                last = None
                 if current is not None and now - current[1] <= timeout:
                     session_id, last = current
-                    first = min(max(now, last + _MILLISECOND), lead)
-                    # A clock stepped back must not move the session's last time back.
-                    live[key] = (session_id, max(last, stamp(first, count - 1, lead)))
+                    # Usually the last event is older than this reading; else (the same millisecond, a batch
+                    # stamped ahead, a clock stepped back) the events go on after it.
+                    if last < now:
+                        first = now
+                    else:
+                        first = later[i] = min(last + _MILLISECOND, lead)
                 else:
-                    session_id = opened + _random_part()
-                    first = now
-                    live[key] = (session_id, stamp(first, count - 1, lead))
+                    session_id, first = opened + _random_part(), now
+                end = first if counts is None or counts[i] == 1 else stamp(first, counts[i] - 1, lead)
+                if last is None or end > last:  # a clock stepped back must not move the last time back
+                    live[key] = (session_id, end)
                 ids.append(session_id)
-                firsts.append(first)
             if self._next_prune is None or now >= self._next_prune:
                 self._prune(now)
-        return ids, firsts
+        return ids, later
 
     def forget_site(self, site_id: int) -> None:
         """Drop every live session of a deleted site."""

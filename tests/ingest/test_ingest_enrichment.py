@@ -176,22 +176,21 @@ def test_enrich007_session_tracker_timeout_and_recovery():
 def test_enrich019_a_sessions_events_are_stamped_a_millisecond_apart_and_at_most_the_lead_ahead():
     now, ms = datetime(2026, 3, 1, 9, 0), timedelta(milliseconds=1)
     tracker = SessionTracker()
-    # A new session's first event is stamped now; its others follow a millisecond apart.
-    ids, firsts = tracker.sessions_for([(1, "v"), (1, "w")], now, [3, 1])
-    assert firsts == [now, now]
+    # A new session's first event is stamped now (no later first time); its others follow a millisecond apart.
+    ids, later = tracker.sessions_for([(1, "v"), (1, "w")], now, [3, 1])
+    assert later == {}
     # At the same clock reading, a live session goes on after its last event; another visitor's starts at now.
-    again, firsts = tracker.sessions_for([(1, "v"), (2, "v")], now)
-    assert again[0] == ids[0] and again[1] not in ids and firsts == [now + 3 * ms, now]
-    assert tracker.sessions_for([(1, "v")], now + timedelta(seconds=5)) == ([ids[0]], [now + timedelta(seconds=5)])
+    again, later = tracker.sessions_for([(1, "v"), (2, "v")], now)
+    assert again[0] == ids[0] and again[1] not in ids and later == {0: now + 3 * ms}
+    assert tracker.sessions_for([(1, "v")], now + timedelta(seconds=5)) == ([ids[0]], {})
     # No further ahead of the clock than the lead: a flood shares the lead's time.
-    later = now + timedelta(minutes=1)
-    _, (first,) = tracker.sessions_for([(1, "w")], later, [5000])
-    assert first == later
-    assert tracker.sessions_for([(1, "w")], later)[1] == [later + STAMP_LEAD]
+    flood = now + timedelta(minutes=1)
+    assert tracker.sessions_for([(1, "w")], flood, [5000]) == ([ids[1]], {})
+    assert tracker.sessions_for([(1, "w")], flood) == ([ids[1]], {0: flood + STAMP_LEAD})
     # A clock stepped back keeps the session, and its last time: the timeout runs from the latest event.
-    back = later - timedelta(minutes=10)
-    assert tracker.sessions_for([(1, "w")], back) == ([ids[1]], [back + STAMP_LEAD])
-    assert tracker.session_for(1, "w", later + STAMP_LEAD + timedelta(minutes=30)) == ids[1]
+    back = flood - timedelta(minutes=10)
+    assert tracker.sessions_for([(1, "w")], back) == ([ids[1]], {0: back + STAMP_LEAD})
+    assert tracker.session_for(1, "w", flood + STAMP_LEAD + timedelta(minutes=30)) == ids[1]
 
 
 def test_enrich008_a_new_session_id_is_a_uuid7_holding_the_time_of_its_first_event():
