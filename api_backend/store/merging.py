@@ -6,15 +6,14 @@ while that costs less than grouping the window's events: for most windows, while
 ClickHouse merges with other small parts long before it merges them into the largest: the 10M-event bench file fed
 in time order, as ingestion feeds it, settled in six parts, the largest holding 80.5%, where the overview read 592 ms
 from the table against 342 ms from the table in one part and 800 ms grouping the events (``bench/analysis.md``). Left
-alone, a live store's table drifts below the mark, and its reads to the grouping.
+alone, a live store's table drifts below the mark, and its reads fall back to grouping events.
 
 So once a day, in the hour ``clickhouse_merge_hour`` (UTC), the server merges the table into one part
 (``ClickHouseEventStore.merge_sessions``) when its largest part holds less than ``MERGE_BELOW``. After a merge the
 share stays at or above 80% until a quarter as many rows as the table held have been added since. Above
 ``MERGE_BELOW`` the table is left as it is: rewriting it whole takes minutes at 100M events, for the few rows outside
-its largest part. On a cluster the
-share is that of the ``sessions_local`` parts of the server sitelens reaches; one that holds none is not merged by
-this schedule (``sitelens clickhouse-merge-sessions`` merges every node's).
+its largest part. On a cluster the share is that of the ``sessions_local`` parts of the server sitelens reaches; one
+that holds none is not merged by this schedule (``sitelens clickhouse-merge-sessions`` merges every node's).
 
 The merge runs on a client of its own, so reads and inserts go on meanwhile. Stopping the server during a merge
 waits for it to end: ClickHouse finishes a merge it has begun even when the query that asked for it is killed.
