@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Protocol
@@ -63,7 +63,6 @@ _SITE_KEY, _HOSTNAME, _QUERYSTRING, _REFERRER = _F["site_key"], _F["hostname"], 
 _USER_ID, _IP, _UA, _API_KEY = _F["user_id"], _F["ip_address"], _F["user_agent"], _F["api_key"]
 _WIDTH, _HEIGHT = _F["screen_width"], _F["screen_height"]
 _INT, _TIMESTAMP = pa.int32(), EVENT_SCHEMA.field("timestamp").type
-_EPOCH, _MILLISECOND = datetime(1970, 1, 1), timedelta(milliseconds=1)
 
 # What ``Senders.columns`` returns, in order.
 SENDER_COLUMNS = (
@@ -303,16 +302,16 @@ class Enriched:
     def _stamps(self, later: dict[int, datetime], count: int) -> pa.Array:
         """The timestamp column: each event its group's first time (``now``, or ``later``'s), a millisecond more for
         each earlier event of its group, at most ``STAMP_LEAD`` past ``now`` (``ingest.sessions.stamp``, counted here
-        in the column's whole milliseconds); one value repeated where every event is stamped ``now``."""
+        in the column's milliseconds); one value repeated where every event is stamped ``now``."""
         now = self.now
         groups = len(self.senders.visitor)
         if groups == count and not later:
             return pa.repeat(pa.scalar(now, _TIMESTAMP), count)
-        base = np.full(groups, (now - _EPOCH) // _MILLISECOND, np.int64)
+        base = np.full(groups, np.datetime64(now, "ms"))
         for group, first in later.items():
-            base[group] = (first - _EPOCH) // _MILLISECOND
+            base[group] = np.datetime64(first, "ms")
         if groups == count:
-            return pa.array(base).cast(_TIMESTAMP)
+            return pa.array(base)
         index = np.asarray(self.sender_index)
         # Each event's place among its group's events: its position in the events sorted by group (stably), less the
         # position of its group's first event there.
@@ -321,8 +320,8 @@ class Enriched:
         starts = np.flatnonzero(np.r_[True, sorted_index[1:] != sorted_index[:-1]])
         rank = np.empty(count, np.int64)
         rank[order] = np.arange(count) - np.repeat(starts, np.diff(np.r_[starts, count]))
-        lead = (now + STAMP_LEAD - _EPOCH) // _MILLISECOND
-        return pa.array(np.minimum(base[index] + rank, lead)).cast(_TIMESTAMP)
+        lead = np.datetime64(now + STAMP_LEAD, "ms")
+        return pa.array(np.minimum(base[index] + rank.astype("timedelta64[ms]"), lead))
 
 
 def enrich_events(

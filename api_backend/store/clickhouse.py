@@ -170,6 +170,9 @@ class ClickHouseEventStore:
         self.schema_version = self._migrate()
         self._delete_from = self._delete_target("events")
         self._delete_sessions = self._delete_target("sessions")
+        # The active parts of this server's ``sessions`` table (``sessions_local`` on a cluster), as a condition.
+        local = "sessions" if self._cluster_of("sessions") is None else "sessions_local"
+        self._sessions_parts = f"active AND database = currentDatabase() AND table = '{local}'"
         # The tables copying some rows of ``events`` (``store/clickhouse_schema.py``), and where their deletes go.
         self._copies = {table: self._delete_target(table) for table in ("error_events", "goal_events")}
         self._recover()
@@ -231,7 +234,7 @@ class ClickHouseEventStore:
         hours for the answer instead of the usual 300 s). Returns the active parts of the table on this server
         before and after.
         """
-        count = f"SELECT count() FROM system.parts WHERE {self._sessions_parts()}"
+        count = f"SELECT count() FROM system.parts WHERE {self._sessions_parts}"
         before = int(self.client.query(count).result_rows[0][0])
         client = self.client if self._merge_client is None else self._merge_client()
         try:
@@ -246,14 +249,9 @@ class ClickHouseEventStore:
         ``query.facts.MERGED_SHARE`` is compared with); None where this server holds none (an empty table, a node of
         a cluster without a part of it)."""
         largest, total = self.client.query(
-            f"SELECT max(rows), sum(rows) FROM system.parts WHERE {self._sessions_parts()}"
+            f"SELECT max(rows), sum(rows) FROM system.parts WHERE {self._sessions_parts}"
         ).result_rows[0]
         return int(largest) / int(total) if total else None
-
-    def _sessions_parts(self) -> str:
-        """SQL condition: the active parts of this server's ``sessions`` table (``sessions_local`` on a cluster)."""
-        table = "sessions" if self._cluster_of("sessions") is None else "sessions_local"
-        return f"active AND database = currentDatabase() AND table = '{table}'"
 
     def _delete_target(self, table: str) -> str:
         """Where deletes of ``table`` go: itself, or on a cluster the replicated local tables behind it."""

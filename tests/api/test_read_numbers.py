@@ -12,14 +12,12 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from api_backend.app import create_app
 from api_backend.query.dialect import Dialect
 from api_backend.query.goals import GoalSpec
 from api_backend.routes.read_params import ReadParams
-from api_backend.services import Services, open_services
-from api_backend.settings import load_settings
+from api_backend.services import Services
 from api_backend.store.events import rows_to_table
-from tests.support import Account, make_account, make_site, store_options, truth, wait_until
+from tests.support import Account, app_on, make_account, make_site, store_options, truth, wait_until
 
 
 @dataclass
@@ -44,21 +42,16 @@ pytestmark = pytest.mark.both_stores
 def world(
     tmp_path_factory: pytest.TempPathFactory, event_store: str, request: pytest.FixtureRequest
 ) -> Iterator[World]:
-    tmp = tmp_path_factory.mktemp("read-numbers")
-    settings = load_settings(
-        {}, data_dir=str(tmp / "data"), secret_key="test-secret-key-0123456789", **store_options(event_store, request)
-    )
-    services = open_services(settings)
-    owner = make_account(services, "owner@example.com")
-    site = make_site(services, owner)
-    other = make_site(services, owner, "other.example")
-    rows = truth.generate_events(site.site_id)
-    services.events.append(rows_to_table(rows))
-    # Another site's events must never leak into this site's numbers.
-    services.events.append(rows_to_table(truth.generate_events(other.site_id, sessions=40, seed=99)))
-    with TestClient(create_app(settings, services)) as client:
+    data_dir = tmp_path_factory.mktemp("read-numbers") / "data"
+    with app_on(data_dir, **store_options(event_store, request)) as (client, services):
+        owner = make_account(services, "owner@example.com")
+        site = make_site(services, owner)
+        other = make_site(services, owner, "other.example")
+        rows = truth.generate_events(site.site_id)
+        services.events.append(rows_to_table(rows))
+        # Another site's events must never leak into this site's numbers.
+        services.events.append(rows_to_table(truth.generate_events(other.site_id, sessions=40, seed=99)))
         yield World(client, services, owner, site.site_id, site.organization_id, truth.frame(rows))
-    services.close()
 
 
 WINDOW = {"start_date": "2026-03-27", "end_date": "2026-03-30", "time_zone": "Europe/Paris"}

@@ -124,10 +124,11 @@ class Account:
 
 
 @contextmanager
-def app_on(data_dir: Path) -> Iterator[tuple[TestClient, Services]]:
-    """A fresh sitelens keeping its data in ``data_dir`` (events on DuckDB): a test client of its app and its
-    services, for a module's tests to share; closed on leaving."""
-    settings = load_settings({}, data_dir=str(data_dir), secret_key=SECRET_KEY)
+def app_on(data_dir: Path, **options: str) -> Iterator[tuple[TestClient, Services]]:
+    """A fresh sitelens keeping its data in ``data_dir`` (events on DuckDB unless ``options``, ``load_settings``
+    overrides such as ``store_options`` gives, say otherwise): a test client of its app and its services, for a
+    module's tests to share; closed on leaving."""
+    settings = load_settings({}, data_dir=str(data_dir), secret_key=SECRET_KEY, **options)
     services = open_services(settings)
     try:
         with TestClient(create_app(settings, services)) as client:
