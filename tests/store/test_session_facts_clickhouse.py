@@ -40,7 +40,7 @@ from api_backend.query.scope import Scope, window_parts_version_query, window_ve
 from api_backend.query.sessions import build_session_page_events_query, build_session_page_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
-from api_backend.read.results import ResultCache
+from api_backend.read.results import PRESENT_MARGIN, ResultCache
 from api_backend.settings import load_settings
 from api_backend.store.clickhouse_schema import (
     MIGRATIONS,
@@ -410,7 +410,8 @@ def test_chfacts009_the_cache_key_counts_the_table_only_when_the_read_picked_tak
     cheap. The answers are the same either way."""
     rows = random_events(random.Random(41), 200)
     chdb_store.append(rows_to_table(rows))
-    scope = Scope((1,), Window(None, None), ())
+    # A window that ended: one reaching the present is read without the costly key on its first ask (chfacts020).
+    scope = Scope((1,), Window(START - timedelta(days=1), START + timedelta(days=40), "UTC", mode="datetime"), ())
     sent: list[str] = []
 
     def run(query: Query) -> list[dict[str, Any]]:
@@ -484,6 +485,49 @@ def test_chfacts017_a_read_of_the_table_is_kept_under_its_parts_and_found_by_the
     assert after[0]["sessions"] == first[0]["sessions"] + 1
     assert_same(after, _answers(chdb_store, CLICKHOUSE, build_overview_events_query(scope, CLICKHOUSE)), scope)
     assert cache.computed == 2
+
+
+def test_chfacts020_a_new_question_whose_window_reaches_the_present_is_read_without_the_sum(chdb_store, monkeypatch):
+    """A range ending today is read up to the request's moment, so each request asks it anew, and events still enter
+    it: the sum around it would find no answer. A new question whose window ends within ``PRESENT_MARGIN`` of now, or
+    never, is read at once and kept under the parts' key; asked again after other writes, it takes the sum as any
+    question does, and the answer then kept under it is found by the next."""
+    monkeypatch.setattr(facts_module, "MERGED_SHARE", 0.0)  # the table's form at any size
+    monkeypatch.setattr(facts_module, "MERGED_MIN_EVENTS", 0)
+    rows = random_events(random.Random(44), 300)
+    site_1, site_2 = [r for r in rows if r["site_id"] == 1], [r for r in rows if r["site_id"] == 2]
+    chdb_store.append(rows_to_table(site_1))
+    now = START + timedelta(days=20, seconds=40)
+    cache = ResultCache(CLICKHOUSE, now=lambda: now)
+    sent: list[str] = []
+
+    def run(query: Query) -> list[dict[str, Any]]:
+        sent.append(query.sql)
+        return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
+
+    def read(window: Window) -> tuple[list[dict[str, Any]], list[str]]:
+        sent.clear()
+        scope = Scope((1,), window, ())
+        answer = cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
+        names = {"system.parts": "parts", "sum(events) FROM sessions": "sum", "AS stored FINAL": "read"}
+        return answer, [next((n for text, n in names.items() if text in sql), "?") for sql in sent[1:]]
+
+    today = Window(START, START + timedelta(days=20), "UTC", include_end=True, mode="date")  # read 40 s ago
+    want = _answers(chdb_store, CLICKHOUSE, build_overview_events_query(Scope((1,), today, ()), CLICKHOUSE))
+    first, steps = read(today)
+    assert steps == ["parts", "read"]
+    assert_same(first, want, today)
+    assert read(today) == (first, ["parts"])
+    chdb_store.append(rows_to_table(site_2))  # another site's sessions: new parts
+    assert read(today) == (first, ["parts", "sum", "read"])
+    assert read(today) == (first, ["parts"])
+    chdb_store.append(rows_to_table([dict(site_2[0], session_id="other")]))
+    assert read(today) == (first, ["parts", "sum"])  # found under the sum
+    assert cache.computed == 2
+    # A window without an end reaches the present; one that ended more than the margin ago does not.
+    assert read(Window(START, None, "UTC", mode="datetime"))[1] == ["parts", "read"]
+    ended = Window(START, now - PRESENT_MARGIN - timedelta(seconds=1), "UTC", mode="datetime")
+    assert read(ended)[1] == ["parts", "sum", "read"]
 
 
 def test_chfacts018_the_parts_key_is_null_where_the_table_is_written_elsewhere(chdb_settings):
