@@ -16,9 +16,11 @@ from typing import Any
 
 import psutil
 
-__all__ = ["machine_info", "render_markdown", "targets"]
+__all__ = ["TODAY_ROUTE", "machine_info", "render_markdown", "targets"]
 
 ANALYSIS = Path(__file__).with_name("analysis.md")
+# The scale block's one route asked over a range ending today (``bench/scale.py``), described where it is rendered.
+TODAY_ROUTE = "overview, a range ending today"
 
 
 def machine_info() -> dict[str, Any]:
@@ -579,7 +581,13 @@ def render_markdown(results: dict[str, Any]) -> str:
             "`sitelens migrate-events` into embedded chdb. Growth divides the larger size's uncached time by the "
             "smaller's. Before the DuckDB server is timed, the bits of the site's goals are stored in its sessions "
             "(what the server does in the background after a goal changes, timed below), so its goals list is the "
-            "daily read from them.",
+            "daily read from them. The windows end at midnight"
+            + (
+                ", but for the overview over a range ending today, as the dashboard's ranges do: read up to the "
+                "request's moment, each request is a new question to the result cache, its repeat too."
+                if any(TODAY_ROUTE in (b.get(s) or {}).get("routes", {}) for b in scale.values() for s in _STORES)
+                else "."
+            ),
             "",
         ]
         lines += _scale(scale)
