@@ -583,8 +583,8 @@ def render_markdown(results: dict[str, Any]) -> str:
             "(what the server does in the background after a goal changes, timed below), so its goals list is the "
             "daily read from them. The windows end at midnight"
             + (
-                ", but for the overview over a range ending today, as the dashboard's ranges do: read up to the "
-                "request's moment, each request is a new question to the result cache, its repeat too."
+                ", but for the overview over a range ending today, as the dashboard's ranges do (read to the end of "
+                "the current minute: each minute asks it anew)."
                 if any(TODAY_ROUTE in (b.get(s) or {}).get("routes", {}) for b in scale.values() for s in _STORES)
                 else "."
             ),

@@ -68,8 +68,8 @@ def _routes(site: int, goals: dict[str, int], org: str, error: str) -> dict[str,
         "metric by pathname": get(f"/sites/{site}/metric", parameter="pathname", limit=100),
         "overview": get(f"/sites/{site}/overview"),
         "overview, event-property filter": get(f"/sites/{site}/overview", filters=PROPERTY_FILTER),
-        # The dashboard's ranges end today, read up to the request's moment: each request is a new question to the
-        # result cache, where the other windows end at midnight (``read/results.py``).
+        # The dashboard's ranges end today, read to the end of the current minute: each minute asks them anew, where
+        # the other windows end at midnight (``read/results.py``).
         TODAY_ROUTE: lambda c, window: c.get(
             f"/sites/{site}/overview", params={**window, "end_date": datetime.now(UTC).date().isoformat()}
         ),

@@ -71,7 +71,7 @@ def bucket_starts(
             return []
         lo = bucket_floor(to_local(window.start, zone), bucket)
         end_local = to_local(window.end, zone)
-        # The end bound is exclusive unless the window runs "up to now".
+        # The end bound is exclusive unless the window includes it (past minutes up to now).
         hi = bucket_floor(end_local if window.include_end else end_local - timedelta(microseconds=1), bucket)
     elif first is not None and last is not None:
         lo, hi = first, last

@@ -5,7 +5,9 @@ Every malformed value is reported (all messages joined by "; ") as one 400 befor
 
 - ``start_date``/``end_date`` (``YYYY-MM-DD``, in ``time_zone``, default UTC): from local midnight of the
   start date to local midnight after the end date (exclusive); when the end date is today in the zone,
-  up to now (inclusive). Days around a DST change are 23 or 25 hours long.
+  up to now: to the end of the current minute (exclusive). So the requests of one minute ask one question,
+  which the result cache answers until an event enters the window.
+  Days around a DST change are 23 or 25 hours long.
 - ``start_datetime``/``end_datetime``: instants, start inclusive, end exclusive; no offset means UTC.
 - ``past_minutes_start``/``past_minutes_end``: ``now - start < t <= now - end`` (second precision).
 
@@ -30,6 +32,7 @@ __all__ = ["MAX_WINDOW_DAYS", "Window", "local_midnight_utc", "parse_time_zone",
 # stay well under a megabyte and no scan is asked to cover more than the store could hold.
 MAX_WINDOW_DAYS = 3660
 MAX_PAST_MINUTES = MAX_WINDOW_DAYS * 24 * 60
+_MINUTE = timedelta(minutes=1)
 FIRST_YEAR, LAST_YEAR = 1970, 2100
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
@@ -201,7 +204,7 @@ def parse_window(params: Mapping[str, str | None], now: datetime | None = None) 
     if start_date is not None and end_date is not None:
         start = local_midnight_utc(start_date, zone)
         if end_date == to_local(now, zone).date():
-            return Window(start, now, zone_name, include_end=True, mode="date")
+            return Window(start, now.replace(second=0, microsecond=0) + _MINUTE, zone_name, mode="date")
         return Window(start, local_midnight_utc(end_date + timedelta(days=1), zone), zone_name, mode="date")
     if start_dt is not None and end_dt is not None:
         return Window(start_dt, end_dt, zone_name, mode="datetime")

@@ -45,8 +45,8 @@ def _key(query: Query, version: Hashable) -> tuple[Any, ...]:
     return query.sql, tuple(sorted((k, repr(v)) for k, v in query.params.items())), version
 
 
-# A window ending no longer ago than this counts as reaching the present: a date range ending today ends at the
-# moment its request was read, which the cache sees a few queries later.
+# A window ending no longer ago than this counts as reaching the present: past minutes up to now end at the request's
+# whole second, which the cache sees a few queries later (a date range ending today ends with the current minute).
 PRESENT_MARGIN = timedelta(minutes=1)
 
 
@@ -55,9 +55,8 @@ def _utc_now() -> datetime:
 
 
 def _reaches_now(window: Window, now: datetime) -> bool:
-    """Whether ``window`` has no end or ends in the present: one without an end keeps taking events, and a range
-    ending today is read up to each request's moment, so every request asks it with another end
-    (``query.window.parse_window``)."""
+    """Whether ``window`` has no end or ends in the present: events still enter it, and a range ending today ends with
+    the current minute (``query.window.parse_window``), so each minute asks it anew."""
     return window.end is None or window.end >= now - PRESENT_MARGIN
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -120,6 +120,41 @@ def test_cache003_events_outside_the_window_keep_the_entry(client, owner, servic
     services.events.append(rows_to_table(_rows(site.site_id, 3, datetime(2026, 6, 2, 9), prefix="june")))
     assert _overview(client, owner, site.site_id) == first == _truth(rows)
     assert cache.computed == computed  # the June events did not change May's key
+
+
+def test_cache010_a_range_ending_today_is_answered_from_the_cache_within_its_minute(client, owner, services, site):
+    """A range ending today ends with the current minute: the requests of one minute ask one question, answered from
+    the cache until an event enters the window, and an event written meanwhile is in the next answer."""
+
+    def now() -> datetime:
+        return datetime.now(UTC).replace(tzinfo=None)
+
+    def today() -> dict[str, int]:
+        day = now().date().isoformat()
+        params = {"start_date": day, "end_date": day, "time_zone": "UTC"}
+        response = client.get(f"/api/sites/{site.site_id}/overview", params=params, headers=owner.headers)
+        assert response.status_code == 200, response.text
+        data = response.json()["data"]
+        return {k: data[k] for k in ("sessions", "pageviews", "users")}
+
+    def event(name: str) -> list[dict[str, Any]]:
+        # Stamped now, as ingestion stamps (a second or so back, so a write just after midnight stays today).
+        when = max(now() - timedelta(seconds=1), now().replace(hour=0, minute=0, second=0, microsecond=0))
+        return [{"site_id": site.site_id, "session_id": name, "user_id": name, "timestamp": when, "type": "pageview"}]
+
+    services.writer.write(event("a"))
+    cache = services.reader.results
+    for _ in range(5):  # two reads within one minute: a read that met the next minute asked another question
+        minute = now().replace(second=0, microsecond=0)
+        first = today()
+        computed = cache.computed
+        again = today()
+        if now().replace(second=0, microsecond=0) == minute:
+            break
+    assert first == again == {"sessions": 1, "pageviews": 1, "users": 1}
+    assert cache.computed == computed
+    services.writer.write(event("b"))
+    assert today() == {"sessions": 2, "pageviews": 2, "users": 2}
 
 
 def test_cache004_concurrent_misses_share_one_run_and_errors_are_not_kept():

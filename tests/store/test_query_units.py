@@ -29,9 +29,15 @@ def window(**params: str) -> Window:
 
 def test_query001_date_window_in_zone_with_dst_days() -> None:
     spring = window(start_date="2026-03-29", end_date="2026-03-29", time_zone="America/New_York")
-    assert (spring.start, spring.end, spring.include_end) == (datetime(2026, 3, 29, 4), NOW, True)  # today: up to now
+    # Today: up to now, to the end of its minute (exclusive), so the requests of one minute ask one question.
+    minute_end = datetime(2026, 3, 29, 15, 31)
+    assert (spring.start, spring.end, spring.include_end) == (datetime(2026, 3, 29, 4), minute_end, False)
     paris = window(start_date="2026-03-29", end_date="2026-03-29", time_zone="Europe/Paris")
-    assert paris.start == datetime(2026, 3, 28, 23) and paris.end == NOW
+    assert paris.start == datetime(2026, 3, 28, 23) and paris.end == minute_end
+    on_the_minute = parse_window({"start_date": "2026-03-29", "end_date": "2026-03-29"}, now=minute_end)
+    assert on_the_minute.end == datetime(2026, 3, 29, 15, 32)  # its own minute included
+    late = parse_window({"start_date": "2026-03-29", "end_date": "2026-03-29"}, now=datetime(2026, 3, 29, 23, 59, 59))
+    assert late.end == datetime(2026, 3, 30)  # the day's last minute ends at its midnight
     short_day = window(start_date="2026-03-28", end_date="2026-03-28", time_zone="Europe/Paris")
     assert (short_day.end - short_day.start).total_seconds() == 24 * 3600
     spring_day = parse_window(

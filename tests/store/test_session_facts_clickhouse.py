@@ -488,8 +488,8 @@ def test_chfacts017_a_read_of_the_table_is_kept_under_its_parts_and_found_by_the
 
 
 def test_chfacts020_a_new_question_whose_window_reaches_the_present_is_read_without_the_sum(chdb_store, monkeypatch):
-    """A range ending today is read up to the request's moment, so each request asks it anew, and events still enter
-    it: the sum around it would find no answer. A new question whose window ends within ``PRESENT_MARGIN`` of now, or
+    """A range ending today ends with the current minute, so each minute asks it anew, and events still enter it: the
+    sum around it would rarely find an answer. A new question whose window ends within ``PRESENT_MARGIN`` of now, or
     never, is read at once and kept under the parts' key; asked again after other writes, it takes the sum as any
     question does, and the answer then kept under it is found by the next."""
     monkeypatch.setattr(facts_module, "MERGED_SHARE", 0.0)  # the table's form at any size
@@ -512,7 +512,7 @@ def test_chfacts020_a_new_question_whose_window_reaches_the_present_is_read_with
         names = {"system.parts": "parts", "sum(events) FROM sessions": "sum", "AS stored FINAL": "read"}
         return answer, [next((n for text, n in names.items() if text in sql), "?") for sql in sent[1:]]
 
-    today = Window(START, START + timedelta(days=20), "UTC", include_end=True, mode="date")  # read 40 s ago
+    today = Window(START, START + timedelta(days=20, minutes=1), "UTC", mode="date")  # to the end of now's minute
     want = _answers(chdb_store, CLICKHOUSE, build_overview_events_query(Scope((1,), today, ()), CLICKHOUSE))
     first, steps = read(today)
     assert steps == ["parts", "read"]
