@@ -364,7 +364,8 @@ def previous_window(window: Window) -> Window:
     if window.mode == "date":
         zone = window.zone
         local_start, local_end = to_local(window.start, zone), to_local(window.end, zone)
-        # Whole local days covered (a window ending now covers its last day partly, and so does the previous one).
+        # Whole local days covered (a range ending today covers its last day up to the end of the current minute, and
+        # the previous one as far into its own last day).
         days = timedelta(days=((local_end - timedelta(microseconds=1)).date() - local_start.date()).days + 1)
         return replace(window, start=to_utc(local_start - days, zone), end=to_utc(local_end - days, zone))
     length = window.end - window.start

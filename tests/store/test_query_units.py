@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -15,6 +16,7 @@ from api_backend.query.dialect import DUCKDB
 from api_backend.query.filters import parse_filters
 from api_backend.query.goals import GoalSpec, build_goals_query, path_pattern_regex, value_pattern_regex
 from api_backend.query.metric import build_metric_query
+from api_backend.query.overview import previous_window
 from api_backend.query.scope import Scope, scope_ctes
 from api_backend.query.sql import Params
 from api_backend.query.window import Window, parse_window
@@ -61,6 +63,19 @@ def test_query002_other_modes_and_precedence() -> None:
     assert both.mode == "date"
     assert window().is_all_time and window(time_zone="Asia/Tokyo").is_all_time
     assert window(start_date="", end_date="").is_all_time
+
+
+def test_query017_the_previous_period_of_a_range_ending_today_ends_as_far_into_its_last_day() -> None:
+    """Today and yesterday to the end of now's minute, compared with the two days before, to the same minute."""
+    # NOW is 21:00 on the 29th in Kolkata: the first range ended, the second ends today.
+    two_days = window(start_date="2026-03-27", end_date="2026-03-28", time_zone="Asia/Kolkata")
+    today = window(start_date="2026-03-28", end_date="2026-03-29", time_zone="Asia/Kolkata")
+    assert (today.start, today.end) == (datetime(2026, 3, 27, 18, 30), datetime(2026, 3, 29, 15, 31))
+    previous = previous_window(today)
+    assert (previous.start, previous.end) == (datetime(2026, 3, 25, 18, 30), datetime(2026, 3, 27, 15, 31))
+    assert previous_window(two_days) == replace(
+        two_days, start=datetime(2026, 3, 24, 18, 30), end=datetime(2026, 3, 26, 18, 30)
+    )
 
 
 @pytest.mark.parametrize(
