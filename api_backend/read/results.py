@@ -22,13 +22,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from api_backend.query.dialect import Dialect
 from api_backend.query.scope import window_parts_version_query, window_version_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
+from api_backend.store.models import utcnow
 
 __all__ = ["MAX_ENTRIES", "MAX_ROWS", "PRESENT_MARGIN", "TTL_SECONDS", "ResultCache", "SharedResults"]
 
@@ -48,10 +49,6 @@ def _key(query: Query, version: Hashable) -> tuple[Any, ...]:
 # A window ending no longer ago than this counts as reaching the present: past minutes up to now end at the request's
 # whole second, which the cache sees a few queries later (a date range ending today ends with the current minute).
 PRESENT_MARGIN = timedelta(minutes=1)
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _reaches_now(window: Window, now: datetime) -> bool:
@@ -154,7 +151,7 @@ class ResultCache:
         max_entries: int = MAX_ENTRIES,
         max_rows: int = MAX_ROWS,
         *,
-        now: Callable[[], datetime] = _utc_now,
+        now: Callable[[], datetime] = utcnow,
     ) -> None:
         self._dialect = dialect
         self._now = now
