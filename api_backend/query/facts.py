@@ -61,6 +61,7 @@ __all__ = [
     "quarter_hour_start",
     "session_aggregates",
     "session_key",
+    "selects_by_events",
     "sessions_relation",
     "spans_condition",
     "stored_span",
@@ -273,6 +274,13 @@ def _any_event(f: Filter, scope: Scope, d: Dialect, p: Params) -> str:
     in_window = window_condition(scope.site_ids, scope.window, p, d)
     matching = f"SELECT session_id FROM {rows} WHERE {in_window} AND {condition}"
     return f"session_id {'NOT IN' if negative else 'IN'} ({matching})"
+
+
+def selects_by_events(scope: Scope) -> bool:
+    """Whether a filter of ``scope`` selects whole sessions by their in-window events (``pathname``, ``prop:...``):
+    then every read of ``whole_sessions`` looks those events up again, and a query reading it more than once is
+    better off keeping it."""
+    return any(not f.is_session_level for f in scope.session_filters)
 
 
 def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:

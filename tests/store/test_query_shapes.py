@@ -2,11 +2,13 @@
 
 - bucket starts and their UTC instants with the constant-offset shortcut equal the per-bucket zone conversion;
 - the one-aggregate session channel and session user equal the two-aggregate definitions, on random sessions;
-- a goal condition with a property test only parses JSON behind its event's type and name.
+- a goal condition with a property test only parses JSON behind its event's type and name;
+- the overview and its series keep their whole sessions once where a filter selects them by their events.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import datetime, timedelta
 
@@ -15,8 +17,10 @@ import pytest
 
 from api_backend.query.buckets import BUCKETS, bucket_instants, bucket_starts
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.filters import session_channel, session_user
+from api_backend.query.filters import parse_filters, session_channel, session_user
 from api_backend.query.goals import goal_condition
+from api_backend.query.overview import build_overview_query, build_overview_series_query
+from api_backend.query.scope import Scope
 from api_backend.query.sql import Params
 from api_backend.query.window import Window, to_local, to_utc
 
@@ -100,3 +104,25 @@ def test_shape004_property_test_sits_behind_the_event_guard() -> None:
     assert sql.index("json_extract_string") > sql.index("THEN")
     plain = goal_condition("event", {"eventName": "signup"}, DUCKDB, Params())
     assert "CASE" not in plain and "json" not in plain
+
+
+@pytest.mark.parametrize(
+    ("filters", "kept"),
+    [
+        (None, False),
+        ([{"parameter": "channel", "type": "equals", "value": ["Email"]}], False),
+        ([{"parameter": "pathname", "type": "equals", "value": ["/pricing"]}], True),
+        ([{"parameter": "pathname", "type": "not_equals", "value": ["/pricing"]}], True),
+        ([{"parameter": "prop:plan", "type": "equals", "value": ["pro"]}], True),
+    ],
+)
+def test_shape005_whole_sessions_kept_once_where_a_filter_selects_them_by_their_events(
+    filters: list[dict[str, object]] | None, kept: bool
+) -> None:
+    # Each read of the whole sessions would look the window's matching events up again: the overview reads them six
+    # times on DuckDB. Without such a filter they are read where used, which costs less than keeping millions of rows.
+    parsed = parse_filters(json.dumps(filters)) if filters else ()
+    scope = Scope((1,), Window(datetime(2026, 3, 1), datetime(2026, 3, 20), "UTC"), parsed)
+    for query in (build_overview_query(scope, DUCKDB), build_overview_series_query(scope, "day", DUCKDB)):
+        assert ("whole AS MATERIALIZED (" in query.sql) is kept
+        assert ("whole AS NOT MATERIALIZED (" in query.sql) is not kept
