@@ -64,18 +64,21 @@ class EventReader:
     def goals_counts(
         self, scope: Scope, goals: Sequence[GoalSpec], site_goals: Callable[[], Sequence[GoalSpec]] | None = None
     ) -> Mapping[str, int]:
-        """The goals list row (``sessions``, ``g0``, ...): from a per-value rollup when one fits, else as
-        ``goal_rows`` reads it, from the sessions' stored goal bits or grouped from the events."""
+        """The goals list row (``sessions``, ``g0``, ...): from the sessions' stored goal bits where the store keeps
+        them, else from a per-value rollup when one fits, else grouped from the events.
+
+        The bits come first: a filtered list from them reads the window's whole sessions once (at 10M events on
+        DuckDB, filtered on a channel, 1,230 -> 130 ms on a slower machine), where a rollup groups every event.
+        """
+        rows = self._stored_goal_rows(
+            scope, goals, lambda bits: build_goals_stored_query(scope, goals, bits, self.dialect), site_goals
+        )
+        if rows is not None:
+            return rows[0]
         row = goals_counts_from_rollup(self.rollups, scope, goals, self._run, self.dialect)
         if row is not None:
             return row
-        return self.goal_rows(
-            scope,
-            goals,
-            lambda bits: build_goals_stored_query(scope, goals, bits, self.dialect),
-            build_goals_query(scope, goals, self.dialect),
-            site_goals,
-        )[0]
+        return self.rows(build_goals_query(scope, goals, self.dialect), scope)[0]
 
     def goal_rows(
         self,
@@ -92,19 +95,32 @@ class EventReader:
         when one of ``goals`` has no stored bit yet, the store is asked in the background to keep those
         (``store/goal_bits.py``), and this read groups the events.
         """
-        if stored is not None and len(scope.site_ids) == 1 and facts_answer(scope, self.dialect):
-            (site_id,) = scope.site_ids
-            bits = self._store.stored_goal_bits(site_id, goals)
-            if bits is None and site_goals is not None:
+        rows = None if stored is None else self._stored_goal_rows(scope, goals, stored, site_goals)
+        return self.rows(grouped, scope) if rows is None else rows
+
+    def _stored_goal_rows(
+        self,
+        scope: Scope,
+        goals: Sequence[GoalSpec],
+        stored: Callable[[Sequence[int]], Query],
+        site_goals: Callable[[], Sequence[GoalSpec]] | None,
+    ) -> Rows | None:
+        """The rows of ``stored(bits)`` (``goal_rows``), or None where the bits cannot answer."""
+        if len(scope.site_ids) != 1 or not facts_answer(scope, self.dialect):
+            return None
+        (site_id,) = scope.site_ids
+        bits = self._store.stored_goal_bits(site_id, goals)
+        if bits is None:
+            if site_goals is not None:
                 self.store_goal_bits_soon(site_id, site_goals)
-            if bits is not None:
-                rows = self.rows(stored(bits), scope)
-                # Every row carries the same flag; a goal changed since the bits were looked up when it is set.
-                if not (rows and rows[0]["stale_result"]):
-                    for row in rows:
-                        del row["stale_result"]
-                    return rows
-        return self.rows(grouped, scope)
+            return None
+        rows = self.rows(stored(bits), scope)
+        # Every row carries the same flag; a goal changed since the bits were looked up when it is set.
+        if rows and rows[0]["stale_result"]:
+            return None
+        for row in rows:
+            del row["stale_result"]
+        return rows
 
     def store_goal_bits_soon(self, site_id: int, site_goals: Callable[[], Sequence[GoalSpec]]) -> None:
         """Have the store keep the bits of the site's goals, in a thread of its own (one per site at a time; one asked

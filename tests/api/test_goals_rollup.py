@@ -1,7 +1,9 @@
 """The goals list filtered on one session-level parameter, answered from the cached per-value rollup.
 
 Numbers are checked against truth computed here in Python from the generated sessions; the cache must
-never hide an acknowledged write, and concurrent requests for one rollup share one scan.
+never hide an acknowledged write, and concurrent requests for one rollup share one scan. Where the store keeps the
+sessions' goal bits (DuckDB), those answer once stored, before any rollup: a site's first goals list finds none and
+has them stored in the background, so it, like every list on the ClickHouse store, comes from a rollup.
 """
 
 from __future__ import annotations
@@ -260,3 +262,22 @@ def test_rollup006_traffic_outside_the_window_keeps_the_rollup(client, owner, se
     services.writer.write(_rows(site.site_id, [outside]))
     assert _goals(client, owner, site.site_id, email) == first
     assert len(services.reader.rollups) == 1  # same key: the window's event count did not change
+
+
+def test_rollup007_stored_goal_bits_answer_before_a_rollup(client, owner, services, world):
+    site, sessions, checkout_id, pro_id = world
+    keeps_bits = services.reader.dialect.session_facts
+    if keeps_bits:
+        specs = [
+            GoalSpec(checkout_id, "path", {"pathPattern": "/checkout"}),
+            GoalSpec(
+                pro_id, "event", {"eventName": "purchase", "eventPropertyKey": "plan", "eventPropertyValue": "pro"}
+            ),
+        ]
+        services.events.store_goal_bits(site.site_id, specs)
+    for channel in CHANNELS:
+        filters = [{"parameter": "channel", "type": "equals", "value": [channel or "Direct"]}]
+        expected = _truth(sessions, lambda s, c=channel: _session_channel(s) == c)
+        assert _goals(client, owner, site.site_id, filters) == expected
+    # The bits read the window's whole sessions once per list; a store without them groups the events per value once.
+    assert len(services.reader.rollups) == (0 if keeps_bits else 1)
