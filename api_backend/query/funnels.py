@@ -46,7 +46,7 @@ def build_funnel_query(scope: Scope, steps: Sequence[Mapping[str, Any]], d: Dial
         goal_type, config = step_goal(step)
         conditions.append(goal_condition(goal_type, config, d, p, hostname=step.get("hostname") or None))
     ctes, counts = (_reached_by_lists if d.funnel_lists else _reached_by_joins)(conditions, d)
-    return p.query(f"{scope_ctes(scope, d, p)},\n" + ",\n".join(ctes) + f"\n{counts}")
+    return p.query(f"{scope_ctes(scope, d, p, facts=True)},\n" + ",\n".join(ctes) + f"\n{counts}")
 
 
 def _reached_by_joins(conditions: Sequence[str], d: Dialect) -> tuple[list[str], str]:

@@ -703,7 +703,7 @@ def _goal_breakdown_query(
 ) -> Query:
     p = Params()
     listed = facts and parameter == "pathname"
-    start = opening(scope, d, p, rows_needed=not listed and parameter not in SESSION_PARAMETERS)
+    start = opening(scope, d, p, rows_needed=not listed and parameter not in SESSION_PARAMETERS, facts=facts)
     condition = goal_condition(goal.goal_type, goal.config, d, p)
     if listed:
         # Whole sessions' paths from their stored lists, edge sessions' from their in-window pageviews.

@@ -23,7 +23,7 @@ def error_scope(scope: Scope) -> Scope:
 
 def _error_ctes(scope: Scope, d: Dialect, p: Params) -> str:
     """``scope_ctes`` of ``error_scope(scope)``, its rows taken from where the store keeps error rows."""
-    return scope_ctes(error_scope(scope), d, p, rows=d.error_rows)
+    return scope_ctes(error_scope(scope), d, p, rows=d.error_rows, facts=True)
 
 
 def _prop(d: Dialect, p: Params, key: str) -> str:

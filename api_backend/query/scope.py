@@ -124,18 +124,19 @@ def window_parts_version_query(site_ids: tuple[int, ...], window: Window, d: Dia
     return p.query(d.counting(f"SELECT {counts} AS n, if({writes_here} = 1, {names}, NULL) AS parts"))
 
 
-def scope_ctes(scope: Scope, d: Dialect, p: Params, rows: str = "events") -> str:
+def scope_ctes(scope: Scope, d: Dialect, p: Params, rows: str = "events", *, facts: bool = False) -> str:
     """``WITH [qs AS (...),] fe AS (...)``: ``fe`` holds the in-window rows of the qualifying sessions.
 
     ``rows`` is the table ``fe`` takes its rows from: ``events``, or a table holding a subset of them with the same
-    columns (the error rows). Sessions still qualify on all their events.
+    columns (the error rows). Sessions still qualify on all their events. With ``facts`` they are found from the
+    ``sessions`` table where it can answer (``_qualifying_cte``); a builder's form grouping every event leaves it
+    out.
     """
     where = window_condition(scope.site_ids, scope.window, p, d)
     ctes = []
     fe_where = [where]
     if scope.session_filters:
-        having = " AND ".join(session_condition(f, d, p) for f in scope.session_filters)
-        ctes.append(f"qs AS (SELECT session_id FROM events WHERE {where} GROUP BY session_id HAVING {having})")
+        ctes.append(_qualifying_cte(scope, where, d, p, facts))
         fe_where.append("session_id IN (SELECT session_id FROM qs)")
     for f in scope.row_filters:
         fe_where.append(compare(row_expression(f.parameter, d, p), f.type, f.values, d, p))
@@ -143,10 +144,30 @@ def scope_ctes(scope: Scope, d: Dialect, p: Params, rows: str = "events") -> str
     return "WITH " + ",\n".join(ctes)
 
 
-def opening(scope: Scope, d: Dialect, p: Params, *, rows_needed: bool) -> str:
-    """``WITH `` plus, when the query reads ``fe`` (or row filters force it), the scope CTEs and a comma."""
+def _qualifying_cte(scope: Scope, where: str, d: Dialect, p: Params, facts: bool) -> str:
+    """``qs``: the sessions the session filters of ``scope`` select; with ``facts``, from the ``sessions`` table where
+    the store keeps one the filters can be applied to (``facts.qualifying_sessions``), else grouped from the window's
+    events.
+
+    From the table, at 10M events on DuckDB, the error names filtered on a channel took 1.4-2.5 -> 0.2-0.6 s and the
+    funnel 1.7-3.4 -> 0.6-1.0 s (their SQL on a slower machine, another job using a core): only the sessions crossing
+    the window's edges are grouped from their events.
+    """
+    # Imported here: ``facts`` builds on this module.
+    from api_backend.query.facts import facts_answer, qualifying_sessions
+
+    sessions = Scope(scope.site_ids, scope.window, scope.session_filters)
+    if facts and facts_answer(sessions, d):
+        return d.cte("qs", qualifying_sessions(sessions, d, p), materialized=True)
+    having = " AND ".join(session_condition(f, d, p) for f in scope.session_filters)
+    return f"qs AS (SELECT session_id FROM events WHERE {where} GROUP BY session_id HAVING {having})"
+
+
+def opening(scope: Scope, d: Dialect, p: Params, *, rows_needed: bool, facts: bool = False) -> str:
+    """``WITH `` plus, when the query reads ``fe`` (or row filters force it), the scope CTEs and a comma (``facts`` as
+    in ``scope_ctes``)."""
     if rows_needed or scope.row_filters:
-        return scope_ctes(scope, d, p) + ",\n"
+        return scope_ctes(scope, d, p, facts=facts) + ",\n"
     return "WITH "
 
 

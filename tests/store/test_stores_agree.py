@@ -115,9 +115,10 @@ def _questions(demo: Demo) -> Iterator[tuple[str, str, dict[str, Any]]]:
                 yield "breakdown", f"{site}/goals/{goal['goalId']}/breakdown", {**window, "parameter": parameter}
     names = demo.get(f"{site}/error-names", **WINDOWS[0])["data"]
     for error in names[:3]:
-        message = {"errorMessage": error["value"], **WINDOWS[0]}
-        yield "error-events", f"{site}/error-events", {**message, "limit": 20}
-        yield "error-series", f"{site}/error-bucketed", {**message, "bucket": "hour"}
+        for flt in FILTERS[:3]:
+            message = {"errorMessage": error["value"], **WINDOWS[0], **({"filters": json.dumps(flt)} if flt else {})}
+            yield "error-events", f"{site}/error-events", {**message, "limit": 20}
+            yield "error-series", f"{site}/error-bucketed", {**message, "bucket": "hour"}
 
 
 FUNNEL = {
@@ -152,9 +153,11 @@ def test_stores001_every_read_route_agrees(demos: tuple[Demo, Demo]) -> None:
         assert not differences, (kind, path, params, differences[:10])
         asked += 1
     assert asked > 150
+    path = f"/sites/{duck.site_id}/funnels/analyze"
     for window in WINDOWS:
-        path = f"/sites/{duck.site_id}/funnels/analyze"
-        assert clickhouse.post(path, FUNNEL, **window) == duck.post(path, FUNNEL, **window)
+        for flt in FILTERS:
+            params = {**window, **({"filters": json.dumps(flt)} if flt else {})}
+            assert clickhouse.post(path, FUNNEL, **params) == duck.post(path, FUNNEL, **params), params
 
 
 def test_stores002_the_demo_has_numbers_to_compare(demos: tuple[Demo, Demo]) -> None:
