@@ -26,7 +26,6 @@ __all__ = [
     "session_groups",
     "site_condition",
     "window_condition",
-    "window_parts_version_query",
     "window_version_query",
 ]
 
@@ -68,60 +67,22 @@ def window_condition(site_ids: tuple[int, ...], window: Window, p: Params, d: Di
     return " AND ".join(parts)
 
 
-def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect, sessions: bool = False) -> Query:
+def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect) -> Query:
     """``n``: the number of rows of ``site_ids`` in ``window`` (the key that changes with every write into it).
 
     That is the events, plus the rows of the store's copies (error rows, goal rows) where it writes those after the
-    events (``Dialect.copies_apart``): a read that ran in between must not be kept under a key that counts them. For
-    the same reason, for a read of the ``sessions`` table (``sessions``) where the store writes it after the events
-    (``Dialect.merged_sessions``), it adds the events its rows around the window fold: every row holding an event of
-    the window spans it, merging rows only widens what they span, so that sum never goes back to a value it had
-    before a write. (Reading those rows costs: at 100M events on chdb, 14-28 -> 360-500 ms.)
+    events (``Dialect.copies_apart``): counts from the tables' indexes, a few milliseconds. The result cache keeps
+    an answer only when no write was under way while it was read (``read/results.py``), so the count has to change
+    only with what changes an answer: a row entering the window.
     """
     p = Params()
     if not d.copies_apart:
         return p.query(d.counting(f"SELECT count(*) AS n FROM events WHERE {window_condition(site_ids, window, p, d)}"))
-    counts = _row_counts(site_ids, window, d, p)
-    if sessions and d.merged_sessions:
-        around = [site_condition(site_ids, p)]
-        if window.start is not None:
-            around.append(f"last_seen >= {p.add(window.start)}")
-        if window.end is not None:
-            around.append(f"first_seen <= {p.add(window.end)}")
-        counts.append(f"(SELECT sum(events) FROM sessions WHERE {' AND '.join(around)})")
-    return p.query(d.counting(f"SELECT {' + '.join(counts)} AS n"))
-
-
-def _row_counts(site_ids: tuple[int, ...], window: Window, d: Dialect, p: Params) -> list[str]:
-    """Subqueries counting the rows of ``site_ids`` in ``window`` in ``events`` and in each copy of some of them."""
-    return [
+    counts = " + ".join(
         f"(SELECT count(*) FROM {table} WHERE {window_condition(site_ids, window, p, d)})"
         for table in dict.fromkeys(("events", d.error_rows, d.goal_rows))
-    ]
-
-
-def window_parts_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect) -> Query:
-    """``n``, the rows ``window_version_query`` counts without the ``sessions`` table, and ``parts``: the names of that
-    table's active parts on this server, sorted and joined by commas; NULL where sitelens writes it elsewhere (a
-    ``Distributed`` table, whose nodes hold the parts). For an engine that merges the table at read time only.
-
-    A part never changes, and a new one (an insert's, a merge's, a delete's) never takes an old one's name, so the
-    same names mean the same rows of the table: with ``n``, a key for a read of the table that costs two counts and
-    the parts' metadata, where the sum of ``window_version_query(sessions=True)`` reads every row of the site's table
-    (at 100M events on a slower machine 20 against 970 ms). It changes with every write to the table, of any site and
-    time, so the result cache tries it first and falls back on the sum (``read/results.py``).
-    """
-    p = Params()
-    writes_here = (
-        "(SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'sessions' "
-        "AND engine LIKE '%MergeTree')"
     )
-    names = (
-        "(SELECT arrayStringConcat(arraySort(groupArray(name)), ',') FROM system.parts "
-        "WHERE database = currentDatabase() AND table = 'sessions' AND active)"
-    )
-    counts = " + ".join(_row_counts(site_ids, window, d, p))
-    return p.query(d.counting(f"SELECT {counts} AS n, if({writes_here} = 1, {names}, NULL) AS parts"))
+    return p.query(d.counting(f"SELECT {counts} AS n"))
 
 
 def scope_ctes(scope: Scope, d: Dialect, p: Params, rows: str = "events", *, facts: bool = False) -> str:

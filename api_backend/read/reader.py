@@ -44,7 +44,7 @@ class EventReader:
     def __init__(self, store: EventStore) -> None:
         self._store = store
         self.dialect: Dialect = dialect_named(store.dialect)
-        self.results = ResultCache(self.dialect)
+        self.results = ResultCache(self.dialect, stamp=store.write_stamp)
         self.rollups = GoalsRollupCache()
         self._registering: set[int] = set()  # sites whose goal bits are being stored
         self._again: set[int] = set()  # sites whose goals changed while their bits were being stored

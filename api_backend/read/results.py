@@ -10,6 +10,13 @@ afresh, while traffic outside the window (today's events for a window that ended
 entry usable. The count is taken before the query runs, so an entry can only hold more rows than its key
 says, never fewer: a read never misses an event acknowledged before it.
 
+Where a write reaches its tables one after another (ClickHouse: the views write the sessions, error and goal rows
+after the events), a read during it may see part of it. The key then still counts the events of the window, so such
+an answer is kept only when the store's ``write_stamp`` was the same after the count and after the read: no write
+was under way meanwhile. The answer is then the one every later read with the same count computes, since a read's
+numbers depend only on the window's events (``query/facts.py``: whole sessions from the table are exactly their
+events), and events outside the window, of other sites or later, leave it valid.
+
 Entries live ``TTL_SECONDS`` at most; at most ``MAX_ENTRIES`` are kept (least recently used leave first) and
 results longer than ``MAX_ROWS`` rows are not kept. Concurrent requests for the same missing entry share one
 computation.
@@ -22,16 +29,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from api_backend.query.dialect import Dialect
-from api_backend.query.scope import window_parts_version_query, window_version_query
+from api_backend.query.scope import window_version_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
-from api_backend.store.models import utcnow
 
-__all__ = ["MAX_ENTRIES", "MAX_ROWS", "PRESENT_MARGIN", "TTL_SECONDS", "ResultCache", "SharedResults"]
+__all__ = ["MAX_ENTRIES", "MAX_ROWS", "TTL_SECONDS", "ResultCache", "SharedResults"]
 
 TTL_SECONDS = 300.0
 MAX_ENTRIES = 256
@@ -44,17 +49,6 @@ T = TypeVar("T")
 
 def _key(query: Query, version: Hashable) -> tuple[Any, ...]:
     return query.sql, tuple(sorted((k, repr(v)) for k, v in query.params.items())), version
-
-
-# A window ending no longer ago than this counts as reaching the present: past minutes up to now end at the request's
-# whole second, which the cache sees a few queries later (a date range ending today ends with the current minute).
-PRESENT_MARGIN = timedelta(minutes=1)
-
-
-def _reaches_now(window: Window, now: datetime) -> bool:
-    """Whether ``window`` has no end or ends in the present: events still enter it, and a range ending today ends with
-    the current minute (``query.window.parse_window``), so each minute asks it anew."""
-    return window.end is None or window.end >= now - PRESENT_MARGIN
 
 
 class SharedResults(Generic[T]):
@@ -80,8 +74,9 @@ class SharedResults(Generic[T]):
         with self._lock:
             self._entries.clear()
 
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """The value of ``key``: kept, being computed by another caller, or computed now by ``compute``."""
+    def get(self, key: Hashable, compute: Callable[[], T], keep: Callable[[T], bool] | None = None) -> T:
+        """The value of ``key``: kept, being computed by another caller, or computed now by ``compute``; ``keep``, when
+        given, must also accept the value computed now for it to be kept."""
         now = time.monotonic()
         with self._lock:
             for stale in [k for k, (at, _) in self._entries.items() if now - at > self._ttl]:
@@ -102,7 +97,7 @@ class SharedResults(Generic[T]):
             self._forget(key, future)
             future.set_exception(exc)
             raise
-        if not self._keep(value):
+        if not self._keep(value) or (keep is not None and not keep(value)):
             self._forget(key, future)
         future.set_result(value)
         return value
@@ -142,7 +137,10 @@ class SharedResults(Generic[T]):
 
 
 class ResultCache:
-    """Query results keyed on (query, events in its window); see the module docstring for why that is exact."""
+    """Query results keyed on (query, events in its window); see the module docstring for why that is exact.
+
+    ``stamp`` is the store's ``write_stamp``.
+    """
 
     def __init__(
         self,
@@ -151,21 +149,19 @@ class ResultCache:
         max_entries: int = MAX_ENTRIES,
         max_rows: int = MAX_ROWS,
         *,
-        now: Callable[[], datetime] = utcnow,
+        stamp: Callable[[], int | None] = lambda: 0,
     ) -> None:
         self._dialect = dialect
-        self._now = now
+        self._stamp = stamp
         # A result whose first row says ``stale_result`` answered from facts that had changed: never kept.
         self._results: SharedResults[Rows] = SharedResults(
             ttl, max_entries, keep=lambda rows: len(rows) <= max_rows and not (rows and rows[0].get("stale_result"))
         )
-        # Per query read from the table, the window's rows (``n`` of its parts' key) when an answer was last kept.
-        self._counted: SharedResults[int] = SharedResults(ttl, max_entries)
         self._computed = 0
         self._computed_lock = threading.Lock()
 
     def __len__(self) -> int:
-        """The entries kept (an answer may be kept under two keys, see ``run``)."""
+        """The entries kept."""
         return len(self._results)
 
     @property
@@ -173,55 +169,36 @@ class ResultCache:
         """How many answers were computed rather than found."""
         return self._computed
 
-    def _compute(self, query: Query, run: Runner) -> Rows:
-        with self._computed_lock:
-            self._computed += 1
-        return run(query)
-
     def clear(self) -> None:
         """Forget every entry (a site was deleted: its id may be given to a new site, whose counts could match)."""
         self._results.clear()
-        self._counted.clear()
 
     def run(self, query: Query, site_ids: tuple[int, ...], window: Window, run: Runner) -> Rows:
         """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window.
 
         Where the store writes the ``sessions`` table after the events (``Dialect.merged_sessions``), a query that
-        may read it picks its form first (``facts.facts_where_cheaper``), and the form picked is what is keyed: only a
-        read of the table needs a key counting the table too, which costs a read of it (at 100M events 14-28 ->
-        360-500 ms), so the grouping of the events keeps the cheap key. A read of the table first tries the key of
-        the table's parts (``scope.window_parts_version_query``), which changes with any write to the table. Then the
-        costly key, whose answer it keeps under both; unless it could find none: when the window's rows changed since
-        the last answer kept for the same question (a live window), or when the question is new and its window reaches
-        the present (``_reaches_now``; the dashboard's ranges end today). The read then runs at once, and its answer is
-        kept under the parts' key alone. (At 10M events on chdb the costly key took 80-170 ms of such a read.)
+        may read it picks its form first (``facts.facts_where_cheaper``), and the form picked is what is keyed. An
+        answer computed while a write was under way is returned but not kept (see the module docstring). Where the
+        store writes in transactions, the stamp never changes and every answer is kept.
         """
         narrowing = query.narrowing
         if narrowing is not None and query.reads_sessions and self._dialect.merged_sessions:
             query = narrowing.then(run(narrowing.first))
-        sessions = query.reads_sessions and self._dialect.merged_sessions
-        parts_key = None
-        if sessions:
-            (parts,) = run(window_parts_version_query(site_ids, window, self._dialect))
-            if parts["parts"] is not None:
-                counted = int(parts["n"])
-                parts_key, query_key = _key(query, ("parts", counted, parts["parts"])), _key(query, "counted")
-                kept = self._results.peek(parts_key)
-                if kept is not None:
-                    return [dict(row) for row in kept]
-                last = self._counted.peek(query_key)
-                if last != counted and (last is not None or _reaches_now(window, self._now())):
-                    # Rows entered the window since the last answer, or a new question's window reaches the present:
-                    # the costly key finds no answer under it (at 100M events, skipping it skips a read of the site's
-                    # whole table).
-                    rows = self._results.get(parts_key, lambda: self._compute(query, run))
-                    self._counted.put(query_key, counted)
-                    return [dict(row) for row in rows]
-        version = int(run(window_version_query(site_ids, window, self._dialect, sessions=sessions))[0]["n"])
-        rows = self._results.get(_key(query, version), lambda: self._compute(query, run))
-        if parts_key is not None:
-            # Taken before the costly key, the parts' key is no newer than the answer: a write in between changed it.
-            self._results.put(parts_key, rows)
-            self._counted.put(query_key, counted)
+        version = int(run(window_version_query(site_ids, window, self._dialect))[0]["n"])
+        # Read after the count, which waited for every acknowledged event to be stored: a write that ended before
+        # it is seen whole by the read, and the key can then only undercount, never name an answer that misses rows.
+        before = self._stamp()
+        settled = True
+
+        def compute() -> Rows:
+            nonlocal settled
+            with self._computed_lock:
+                self._computed += 1
+            rows = run(query)
+            after = self._stamp()
+            settled = before is not None and after == before
+            return rows
+
+        rows = self._results.get(_key(query, version), compute, keep=lambda _: settled)
         # Callers get their own dicts, so nothing they do to a result can change what the cache holds.
         return [dict(row) for row in rows]

@@ -26,7 +26,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -167,6 +168,13 @@ class ClickHouseEventStore:
             self._query_settings[MATERIALIZED_CTE_SETTING] = 1
         self._on_close = on_close
         self._write_lock = threading.Lock()
+        # What ``write_stamp`` tells: writes begun, whether one is under way, and whether one failed part-way (an
+        # insert, undone by the next logged append's ``_recover``; a delete, left for the next start).
+        self._stamp_lock = threading.Lock()
+        self._writes_begun = 0
+        self._writing = False
+        self._insert_failed = False
+        self._delete_failed = False
         self.schema_version = self._migrate()
         self._delete_from = self._delete_target("events")
         self._delete_sessions = self._delete_target("sessions")
@@ -302,10 +310,47 @@ class ClickHouseEventStore:
             )
             self.client.command(sessions_fill_sql("sessions", "events", where), parameters=ids)
 
+    @contextmanager
+    def _changing(self, kind: str) -> Iterator[None]:
+        """Mark a write (``insert`` or ``delete``) under way for ``write_stamp``; one that fails part-way is noted."""
+        with self._stamp_lock:
+            self._writes_begun += 1
+            self._writing = True
+        try:
+            yield
+        except BaseException:
+            with self._stamp_lock:
+                if kind == "insert":
+                    self._insert_failed = True
+                else:
+                    self._delete_failed = True
+            raise
+        finally:
+            with self._stamp_lock:
+                self._writing = False
+
+    def write_stamp(self) -> int | None:
+        """The writes begun so far; None while one is under way or one failed part-way and is not undone.
+
+        ClickHouse has no transactions: an insert reaches ``events`` first and the tables its views write (sessions,
+        error rows, goal rows) after, so a read during it may see the events without the rest. A read that finds
+        the same stamp before and after it saw no such moment (``read/results.py`` keeps only those answers). The
+        stamp counts this process's writes, the only ones a database has (see the module docstring).
+        """
+        with self._stamp_lock:
+            if self._writing or self._insert_failed or self._delete_failed:
+                return None
+            return self._writes_begun
+
     # -- EventStore -----------------------------------------------------------------------------------------------
 
     def append(self, table: pa.Table, *, log_seq: int | None = None) -> int:
-        """Insert ``table`` (``EVENT_SCHEMA``) as one Arrow block, then record ``log_seq`` as applied."""
+        """Insert ``table`` (``EVENT_SCHEMA``) as one Arrow block, then record ``log_seq`` as applied.
+
+        After an insert that failed part-way (its events in, its sessions rows or its position not), the rows above
+        the recorded position are deleted first, as a start would: the writer sends a refused batch again, and it
+        must not be stored twice.
+        """
         if table.num_rows == 0 and log_seq is None:
             return 0
         if table.schema != EVENT_SCHEMA:
@@ -313,13 +358,19 @@ class ClickHouseEventStore:
         stamp = pa.repeat(pa.scalar(log_seq or 0, pa.uint64()), table.num_rows)
         batch = pa.Table.from_arrays([*table.columns, stamp], schema=_INSERT_SCHEMA)
         with self._write_lock:
-            if table.num_rows:
-                self.client.insert_arrow("events", batch, settings=INSERT_SETTINGS)
-            if log_seq is not None:
-                self.client.command(
-                    "INSERT INTO event_log_position (id, applied_seq) VALUES (1, {seq:UInt64})",
-                    parameters={"seq": log_seq},
-                )
+            if self._insert_failed and log_seq is not None:
+                with self._changing("insert"):
+                    self._recover()
+                with self._stamp_lock:
+                    self._insert_failed = False
+            with self._changing("insert"):
+                if table.num_rows:
+                    self.client.insert_arrow("events", batch, settings=INSERT_SETTINGS)
+                if log_seq is not None:
+                    self.client.command(
+                        "INSERT INTO event_log_position (id, applied_seq) VALUES (1, {seq:UInt64})",
+                        parameters={"seq": log_seq},
+                    )
         return table.num_rows
 
     def applied_log_seq(self) -> int:
@@ -365,7 +416,7 @@ class ClickHouseEventStore:
     def delete_site(self, site_id: int) -> int:
         """Delete every event of ``site_id``; reads that follow no longer see them."""
         params = {"site": site_id}
-        with self._write_lock:
+        with self._write_lock, self._changing("delete"):
             (count,) = self.client.query(
                 "SELECT count() FROM events WHERE site_id = {site:Int32}", parameters=params
             ).result_rows[0]
@@ -384,7 +435,7 @@ class ClickHouseEventStore:
     def delete_range(self, site_id: int, start: datetime, end: datetime) -> None:
         """Delete the events of ``site_id`` in ``[start, end)`` (naive UTC); reads that follow no longer see them."""
         params = {"site": site_id, "start": start, "end": end}
-        with self._write_lock:
+        with self._write_lock, self._changing("delete"):
             for target in (self._delete_from, *self._copies.values()):
                 self.client.command(
                     f"DELETE FROM {target} WHERE site_id = {{site:Int32}} AND {_RANGE}",

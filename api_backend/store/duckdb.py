@@ -437,6 +437,10 @@ class DuckDBEventStore:
             [since],
         )
 
+    def write_stamp(self) -> int | None:
+        """0: every write is one transaction, which a read sees whole or not at all."""
+        return 0
+
     def count(self, site_id: int | None = None) -> int:
         """Number of stored events (of one site, or all)."""
         if site_id is None:

@@ -176,6 +176,16 @@ class EventStore(Protocol):
         """Number of stored events (of one site, or all)."""
         ...
 
+    def write_stamp(self) -> int | None:
+        """A number that changes whenever a write begins, or None while one is under way or the store may be showing
+        half of one (an insert that failed part-way, not yet undone).
+
+        A read that found the same number before and after it saw no write half done: where a write reaches its
+        tables one after another (ClickHouse's views), only such a read is kept by the result cache
+        (``read/results.py``). A store whose writes are transactions (DuckDB) always answers 0.
+        """
+        ...
+
     def delete_site(self, site_id: int) -> int:
         """Remove every event of a site; return how many rows went."""
         ...

@@ -371,6 +371,10 @@ class VisibleEventStore:
         self._writer.wait_visible()
         self._store.store_goal_bits(site_id, goals)
 
+    def write_stamp(self) -> int | None:
+        """The store's ``write_stamp`` (no wait: it is read around a read)."""
+        return self._store.write_stamp()
+
     def count(self, site_id: int | None = None) -> int:
         """Number of stored events (of one site, or all), acknowledged ones included."""
         self._writer.wait_visible()

@@ -130,7 +130,7 @@ def built(d: Dialect) -> Iterator[tuple[str, Query]]:
         yield "usage", build_usage_query((1, 2), window, d)
         yield "rollup", build_goals_rollup_query(Scope((1,), window), GOALS, "country", 5001, d)
         yield "version", window_version_query((1,), window, d)
-        yield "version-sessions", window_version_query((1, 2), window, d, sessions=True)
+        yield "version-sites", window_version_query((1, 2), window, d)
         yield "user-totals", build_user_totals_query(Scope((1,), window), "ada", d)
         yield "user-sessions", build_user_sessions_query(Scope((1,), window), "ada", 25, 25, d)
         if window.start is not None:

@@ -10,6 +10,7 @@ import random
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,11 @@ from api_backend.query.overview import (
     build_overview_series_events_query,
     build_overview_series_query,
 )
-from api_backend.query.scope import Scope, window_parts_version_query, window_version_query
+from api_backend.query.scope import Scope, window_version_query
 from api_backend.query.sessions import build_session_page_events_query, build_session_page_query
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
-from api_backend.read.results import PRESENT_MARGIN, ResultCache
+from api_backend.read.results import ResultCache
 from api_backend.settings import load_settings
 from api_backend.store.clickhouse_schema import (
     MIGRATIONS,
@@ -379,38 +380,51 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
     assert build_overview_query(Scope((1,), window), DUCKDB).narrowing is None
 
 
-def test_chfacts007_a_read_between_the_events_and_their_sessions_rows_is_kept_under_a_key_of_its_own(chdb_store):
+def test_chfacts007_a_read_between_the_events_and_their_sessions_rows_answers_short_and_is_not_kept(chdb_store):
     """ClickHouse writes a batch's ``sessions`` rows after its events (the view runs once the insert is in): a read
-    in between sees the events without their sessions and answers short. The result cache's key then differs from
-    the key once the rows are in, so that answer is never served for the complete data."""
+    in between sees the events without their sessions and answers short. Such a read overlaps the write, so the
+    store's write stamp changes across it and the result cache does not keep its answer: the next read, after the
+    write, computes the full one."""
     rng = random.Random(31)
     rows = random_events(rng, 300)
     later_ids = {f"s{n}" for n in range(200, 300)}
     chdb_store.append(rows_to_table([r for r in rows if r["session_id"] not in later_ids]))
-    chdb_store.client.command("DROP VIEW sessions_mv")  # this batch's events are in; its sessions rows are not yet
-    chdb_store.append(rows_to_table([r for r in rows if r["session_id"] in later_ids]))
     scope = Scope((1,), Window(None, None), ())
     built, events = build_overview_query(scope, CLICKHOUSE), build_overview_events_query(scope, CLICKHOUSE)
     assert built.reads_sessions and not events.reads_sessions and built.narrowing is not None
     whole = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
-    version = window_version_query(scope.site_ids, scope.window, CLICKHOUSE, sessions=True)
-    (key_between,) = chdb_store.query(*CLICKHOUSE.bind(version))
-    between = _answers(chdb_store, CLICKHOUSE, whole)
-    assert between[0]["sessions"] < _answers(chdb_store, CLICKHOUSE, events)[0]["sessions"]
-    ids = ", ".join(f"'{i}'" for i in sorted(later_ids))
-    chdb_store.client.command(f"INSERT INTO sessions {session_states_sql(where=f'session_id IN ({ids})')}")
-    (key_after,) = chdb_store.query(*CLICKHOUSE.bind(version))
-    assert key_after != key_between
-    assert_same(_answers(chdb_store, CLICKHOUSE, whole), _answers(chdb_store, CLICKHOUSE, events), scope)
+    cache = ResultCache(CLICKHOUSE, stamp=chdb_store.write_stamp)
+    between: list[list[dict[str, Any]]] = []
+
+    def run(query: Query) -> list[dict[str, Any]]:
+        if query.sql == whole.sql and not between:
+            # The later batch's events land now, their sessions rows a moment after this read.
+            chdb_store.client.command("DROP VIEW sessions_mv")
+            chdb_store.append(rows_to_table([r for r in rows if r["session_id"] in later_ids]))
+            between.append(chdb_store.query_dicts(*CLICKHOUSE.bind(query)))
+            ids = ", ".join(f"'{i}'" for i in sorted(later_ids))
+            chdb_store.client.command(f"INSERT INTO sessions {session_states_sql(where=f'session_id IN ({ids})')}")
+            return between[0]
+        return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
+
+    def ask() -> list[dict[str, Any]]:
+        return cache.run(replace(built, narrowing=None, sql=whole.sql, params=whole.params), (1,), scope.window, run)
+
+    short = ask()
+    assert short[0]["sessions"] < _answers(chdb_store, CLICKHOUSE, events)[0]["sessions"]
+    assert len(cache) == 0
+    assert_same(ask(), _answers(chdb_store, CLICKHOUSE, events), scope)
+    assert len(cache) == 1 and cache.computed == 2
 
 
-def test_chfacts009_the_cache_key_counts_the_table_only_when_the_read_picked_takes_it(chdb_store, monkeypatch):
-    """The result cache runs the narrowing first and keys the form it picks: the key counts the table's rows only
-    for a read of the table; the grouping of the events keeps the count of its events, so its cached answers stay
-    cheap. The answers are the same either way."""
+def test_chfacts009_either_form_is_keyed_on_the_windows_rows_and_found_for_the_price_of_its_counts(
+    chdb_store, monkeypatch
+):
+    """The result cache runs the narrowing first and keys the form it picks on the window's rows (events, error and
+    goal rows): a read of the table costs no read of it to key. Found again, an answer costs the narrowing and the
+    counts. The answers are the same either way."""
     rows = random_events(random.Random(41), 200)
     chdb_store.append(rows_to_table(rows))
-    # A window that ended: one reaching the present is read without the costly key on its first ask (chfacts020).
     scope = Scope((1,), Window(START - timedelta(days=1), START + timedelta(days=40), "UTC", mode="datetime"), ())
     sent: list[str] = []
 
@@ -422,34 +436,28 @@ def test_chfacts009_the_cache_key_counts_the_table_only_when_the_read_picked_tak
     want = _answers(chdb_store, CLICKHOUSE, build_overview_events_query(scope, CLICKHOUSE))
     monkeypatch.setattr(facts_module, "MERGED_MIN_EVENTS", 1)  # a merged table's form for these few events
     # One insert, one part: the table counts as merged. With the share out of reach, only the size could pick it.
-    for share, counts_table in ((MERGED_SHARE, True), (1.5, False)):
+    for share, reads_table in ((MERGED_SHARE, True), (1.5, False)):
         monkeypatch.setattr(facts_module, "MERGED_SHARE", share)
         sent.clear()
-        cache = ResultCache(CLICKHOUSE)
+        cache = ResultCache(CLICKHOUSE, stamp=chdb_store.write_stamp)
         got = cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
         assert_same(got, want, share)
         assert sent[0].startswith("SELECT (SELECT count(*) FROM events") and "system.parts" in sent[0]
-        if counts_table:  # the key of the table's parts is tried first
-            assert "system.parts" in sent[1] and "FROM sessions" not in sent[1]
-            del sent[1]
         key, answer = sent[1], sent[2]
-        assert key.startswith("SELECT (SELECT count(*) FROM events") and "system.parts" not in key
-        assert ("sum(events) FROM sessions" in key) == counts_table
-        assert ("FROM sessions AS stored FINAL" in answer) == counts_table
-        # The same answer again, from the cache: only the narrowing and one key run (the parts' for the table).
+        assert key == window_version_query(scope.site_ids, scope.window, CLICKHOUSE).sql
+        assert "sessions" not in key and "goal_events" in key and "error_events" in key
+        assert ("FROM sessions AS stored FINAL" in answer) == reads_table
         sent.clear()
         assert cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run) == got
-        assert len(sent) == 2 and "FINAL" not in sent[0] + sent[1]
-        assert ("sum(events) FROM sessions" not in sent[1]) and (("system.parts" in sent[1]) == counts_table)
+        assert sent == [sent[0], key] and "FINAL" not in sent[0]
 
 
-def test_chfacts017_a_read_of_the_table_is_kept_under_its_parts_and_found_by_the_sum_after_other_writes(
+def test_chfacts017_a_kept_read_of_the_table_outlives_writes_elsewhere_and_a_write_into_its_window_is_seen(
     chdb_store, monkeypatch
 ):
-    """A read of the table is kept under the names of the table's parts (with the window's counts) and under the sum
-    of its rows around the window. Nothing written: the parts' key answers, without the sum. A write to the table
-    outside the window changes the parts, not the sum: the sum's key answers, without the read. A write into the
-    window changes the counts: the read runs again at once, without the sum, and sees it."""
+    """A read of the table that no write overlapped is kept under its window's rows. Another site's sessions and
+    events after the window change neither its numbers nor its key: it is found again. A session inside the window
+    changes the count: the next read computes afresh and counts it."""
     monkeypatch.setattr(facts_module, "MERGED_SHARE", 0.0)  # the table's form at any size
     monkeypatch.setattr(facts_module, "MERGED_MIN_EVENTS", 0)
     rng = random.Random(43)
@@ -457,91 +465,60 @@ def test_chfacts017_a_read_of_the_table_is_kept_under_its_parts_and_found_by_the
     site_1, site_2 = [r for r in rows if r["site_id"] == 1], [r for r in rows if r["site_id"] == 2]
     chdb_store.append(rows_to_table(site_1))
     scope = Scope((1,), Window(START, START + timedelta(days=20), "UTC", mode="datetime"), ())
-    sent: list[str] = []
+    cache = ResultCache(CLICKHOUSE, stamp=chdb_store.write_stamp)
 
-    def run(query: Query) -> list[dict[str, Any]]:
-        sent.append(query.sql)
-        return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
+    def read() -> list[dict[str, Any]]:
+        run = lambda q: chdb_store.query_dicts(*CLICKHOUSE.bind(q))  # noqa: E731
+        return cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
 
-    def read() -> tuple[list[dict[str, Any]], list[str]]:
-        sent.clear()
-        answer = cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
-        names = {"system.parts": "parts", "sum(events) FROM sessions": "sum", "AS stored FINAL": "read"}
-        return answer, [next((n for text, n in names.items() if text in sql), "?") for sql in sent[1:]]
-
-    cache = ResultCache(CLICKHOUSE)
-    first, steps = read()
-    assert steps == ["parts", "sum", "read"]
-    assert read() == (first, ["parts"])
-    # Another site's sessions: new parts, the same sum around the window.
+    first = read()
+    assert read() == first and cache.computed == 1
     chdb_store.append(rows_to_table(site_2))
-    assert read() == (first, ["parts", "sum"])
-    assert read() == (first, ["parts"])  # kept under the new parts too
-    # A session inside the window: the read runs at once and counts it.
+    # A session of site 1 running on past the window's end: its later events are outside it.
+    after_end = dict(site_1[0], session_id=site_1[0]["session_id"], timestamp=START + timedelta(days=21))
+    chdb_store.append(rows_to_table([after_end]))
+    assert read() == first and cache.computed == 1
+    # Still the answer: computed now, from the events, it is the same.
+    assert_same(first, _answers(chdb_store, CLICKHOUSE, build_overview_events_query(scope, CLICKHOUSE)), scope)
     late = dict(site_1[0], session_id="late", timestamp=START + timedelta(days=3), type="pageview")
     chdb_store.append(rows_to_table([late]))
-    after, steps = read()
-    assert steps == ["parts", "read"]
+    after = read()
+    assert cache.computed == 2
     assert after[0]["sessions"] == first[0]["sessions"] + 1
     assert_same(after, _answers(chdb_store, CLICKHOUSE, build_overview_events_query(scope, CLICKHOUSE)), scope)
-    assert cache.computed == 2
 
 
-def test_chfacts020_a_new_question_whose_window_reaches_the_present_is_read_without_the_sum(chdb_store, monkeypatch):
-    """A range ending today ends with the current minute, so each minute asks it anew, and events still enter it: the
-    sum around it would rarely find an answer. A new question whose window ends within ``PRESENT_MARGIN`` of now, or
-    never, is read at once and kept under the parts' key; asked again after other writes, it takes the sum as any
-    question does, and the answer then kept under it is found by the next."""
-    monkeypatch.setattr(facts_module, "MERGED_SHARE", 0.0)  # the table's form at any size
-    monkeypatch.setattr(facts_module, "MERGED_MIN_EVENTS", 0)
-    rows = random_events(random.Random(44), 300)
-    site_1, site_2 = [r for r in rows if r["site_id"] == 1], [r for r in rows if r["site_id"] == 2]
-    chdb_store.append(rows_to_table(site_1))
-    now = START + timedelta(days=20, seconds=40)
-    cache = ResultCache(CLICKHOUSE, now=lambda: now)
-    sent: list[str] = []
+def test_chfacts020_the_write_stamp_moves_with_every_write_and_is_none_after_one_that_failed_part_way(chdb_store):
+    """Every insert and delete moves the stamp. An insert that failed part-way leaves it None (reads are not kept)
+    until the next logged append, which deletes the rows above the recorded position before it inserts: the batch
+    the writer sends again is stored once."""
+    rows = random_events(random.Random(45), 120)
+    first = chdb_store.write_stamp()
+    assert first is not None
+    chdb_store.append(rows_to_table(rows[:40]), log_seq=1)
+    second = chdb_store.write_stamp()
+    assert second is not None and second > first
+    chdb_store.delete_range(1, START + timedelta(days=50), START + timedelta(days=51))
+    assert (chdb_store.write_stamp() or 0) > second
+    # The insert of record 2 reaches the table; recording its position fails (a server gone for a moment).
+    batch = rows_to_table(rows[40:])
+    real = chdb_store.client.command
 
-    def run(query: Query) -> list[dict[str, Any]]:
-        sent.append(query.sql)
-        return chdb_store.query_dicts(*CLICKHOUSE.bind(query))
+    def refuse_position(sql: str, *args: Any, **kwargs: Any) -> Any:
+        if "event_log_position" in sql:
+            raise ConnectionError("the server went away")
+        return real(sql, *args, **kwargs)
 
-    def read(window: Window) -> tuple[list[dict[str, Any]], list[str]]:
-        sent.clear()
-        scope = Scope((1,), window, ())
-        answer = cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
-        names = {"system.parts": "parts", "sum(events) FROM sessions": "sum", "AS stored FINAL": "read"}
-        return answer, [next((n for text, n in names.items() if text in sql), "?") for sql in sent[1:]]
-
-    today = Window(START, START + timedelta(days=20, minutes=1), "UTC", mode="date")  # to the end of now's minute
-    want = _answers(chdb_store, CLICKHOUSE, build_overview_events_query(Scope((1,), today, ()), CLICKHOUSE))
-    first, steps = read(today)
-    assert steps == ["parts", "read"]
-    assert_same(first, want, today)
-    assert read(today) == (first, ["parts"])
-    chdb_store.append(rows_to_table(site_2))  # another site's sessions: new parts
-    assert read(today) == (first, ["parts", "sum", "read"])
-    assert read(today) == (first, ["parts"])
-    chdb_store.append(rows_to_table([dict(site_2[0], session_id="other")]))
-    assert read(today) == (first, ["parts", "sum"])  # found under the sum
-    assert cache.computed == 2
-    # A window without an end reaches the present; one that ended more than the margin ago does not.
-    assert read(Window(START, None, "UTC", mode="datetime"))[1] == ["parts", "read"]
-    ended = Window(START, now - PRESENT_MARGIN - timedelta(seconds=1), "UTC", mode="datetime")
-    assert read(ended)[1] == ["parts", "sum", "read"]
-
-
-def test_chfacts018_the_parts_key_is_null_where_the_table_is_written_elsewhere(chdb_settings):
-    """Where ``sessions`` holds no parts sitelens writes (a cluster's ``Distributed`` table; here a ``Null`` one),
-    the parts' key is NULL and the cache takes the sum's; an empty table of this server has a key ('')."""
-    window = Window(START, START + timedelta(days=1), "UTC", mode="datetime")
-    query = window_parts_version_query((1,), window, CLICKHOUSE)
-    store, _ = open_event_store(chdb_settings)
-    assert store.query_dicts(*CLICKHOUSE.bind(query)) == [{"n": 0, "parts": ""}]
-    store.client.command("DROP VIEW sessions_mv SYNC")
-    store.client.command("DROP TABLE sessions SYNC")
-    store.client.command("CREATE TABLE sessions (site_id Int32) ENGINE = Null")
-    assert store.query_dicts(*CLICKHOUSE.bind(query)) == [{"n": 0, "parts": None}]
-    store.close()
+    chdb_store.client.command = refuse_position
+    with pytest.raises(ConnectionError):
+        chdb_store.append(batch, log_seq=2)
+    chdb_store.client.command = real
+    assert chdb_store.write_stamp() is None
+    assert chdb_store.count() == len(rows)  # the rows went in; their position did not
+    chdb_store.append(batch, log_seq=2)  # the writer's retry
+    assert chdb_store.count() == len(rows) and chdb_store.applied_log_seq() == 2
+    assert chdb_store.write_stamp() is not None
+    assert finished(chdb_store) == duckdb_facts(rows)
 
 
 def test_chfacts011_the_series_reads_the_table_through_the_cache_for_windows_of_many_events(chdb_store, monkeypatch):
