@@ -224,8 +224,7 @@ def facts_where_cheaper(
     events and the site's rows (both from the tables' indexes) and reads how merged the table is (the parts'
     metadata); it picks the table for a window over most of the site's data that is large, or that is not small
     (``MERGED_MIN_EVENTS``) and meets a mostly merged table. The result cache resolves the narrowing before it keys
-    the answer (``read/results.py``): only a read of the table needs its key to count the table. With
-    ``when_merged=False`` the table is read for large windows only, for a read that takes more from it than whole
+    the answer (``read/results.py``), so each form is kept under its own SQL. With ``when_merged=False`` the table is read for large windows only, for a read that takes more from it than whole
     sessions' facts (the time series).
     """
     if not d.merged_sessions:

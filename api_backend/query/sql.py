@@ -23,8 +23,7 @@ class Query:
     ``sql`` and ``params`` stay the whole question, so they alone key a cached result; only where the store writes
     the ``sessions`` table after the events does the cache run a narrowing itself and key the query it picks
     (``read/results.py``). ``reads_sessions`` says that it reads the ``sessions`` table (``facts.whole_sessions`` /
-    ``edge_sessions``), or may, through its narrowing; the result cache keys that table too where the store writes it
-    after the events (``scope.window_version_query``).
+    ``edge_sessions``), or may, through its narrowing.
     """
 
     sql: str
