@@ -56,6 +56,7 @@ __all__ = [
     "merge_spans",
     "newest_ends",
     "pathnames",
+    "qualifying_from_table",
     "qualifying_sessions",
     "quarter_hour",
     "quarter_hour_start",
@@ -427,6 +428,12 @@ def qualifying_sessions(scope: Scope, d: Dialect, p: Params) -> str:
     """``SELECT session_id ...``: every session the scope counts, once (whole ones from the table, then edge ones)."""
     edge = edge_sessions(scope, "", d, p)
     return f"{whole_sessions(scope, 'session_id', d, p)} UNION ALL SELECT session_id FROM ({edge}) AS edge"
+
+
+def qualifying_from_table(scope: Scope, d: Dialect, p: Params) -> str | None:
+    """``qualifying_sessions`` where the sessions table can answer ``scope`` (``facts_answer``), else None: how the
+    routes reading events find the sessions their session filters select (``scope.scope_ctes``)."""
+    return qualifying_sessions(scope, d, p) if facts_answer(scope, d) else None
 
 
 def newest_ends(sessions: str, count: int, p: Params) -> tuple[str, str]:

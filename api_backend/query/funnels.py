@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from api_backend.query.dialect import Dialect
+from api_backend.query.facts import qualifying_from_table
 from api_backend.query.goals import goal_condition
 from api_backend.query.scope import Scope, scope_ctes
 from api_backend.query.sql import Params, Query
@@ -46,7 +47,7 @@ def build_funnel_query(scope: Scope, steps: Sequence[Mapping[str, Any]], d: Dial
         goal_type, config = step_goal(step)
         conditions.append(goal_condition(goal_type, config, d, p, hostname=step.get("hostname") or None))
     ctes, counts = (_reached_by_lists if d.funnel_lists else _reached_by_joins)(conditions, d)
-    return p.query(f"{scope_ctes(scope, d, p, facts=True)},\n" + ",\n".join(ctes) + f"\n{counts}")
+    return p.query(f"{scope_ctes(scope, d, p, qualifying=qualifying_from_table)},\n" + ",\n".join(ctes) + f"\n{counts}")
 
 
 def _reached_by_joins(conditions: Sequence[str], d: Dialect) -> tuple[list[str], str]:

@@ -29,6 +29,7 @@ from api_backend.query.facts import (
     facts_where_cheaper,
     newest_ends,
     pathnames,
+    qualifying_from_table,
     whole_sessions,
 )
 from api_backend.query.filters import (
@@ -703,7 +704,13 @@ def _goal_breakdown_query(
 ) -> Query:
     p = Params()
     listed = facts and parameter == "pathname"
-    start = opening(scope, d, p, rows_needed=not listed and parameter not in SESSION_PARAMETERS, facts=facts)
+    start = opening(
+        scope,
+        d,
+        p,
+        rows_needed=not listed and parameter not in SESSION_PARAMETERS,
+        qualifying=qualifying_from_table if facts else None,
+    )
     condition = goal_condition(goal.goal_type, goal.config, d, p)
     if listed:
         # Whole sessions' paths from their stored lists, edge sessions' from their in-window pageviews.

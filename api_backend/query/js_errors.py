@@ -8,6 +8,7 @@ Page and device filters apply to the error rows themselves; the other filters se
 from __future__ import annotations
 
 from api_backend.query.dialect import Dialect
+from api_backend.query.facts import qualifying_from_table
 from api_backend.query.filters import EFFECTIVE_USER, ERROR_ROW_PARAMETERS
 from api_backend.query.scope import Scope, scope_ctes
 from api_backend.query.sql import Params, Query, paged_select
@@ -23,7 +24,7 @@ def error_scope(scope: Scope) -> Scope:
 
 def _error_ctes(scope: Scope, d: Dialect, p: Params) -> str:
     """``scope_ctes`` of ``error_scope(scope)``, its rows taken from where the store keeps error rows."""
-    return scope_ctes(error_scope(scope), d, p, rows=d.error_rows, facts=True)
+    return scope_ctes(error_scope(scope), d, p, rows=d.error_rows, qualifying=qualifying_from_table)
 
 
 def _prop(d: Dialect, p: Params, key: str) -> str:

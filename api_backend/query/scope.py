@@ -11,6 +11,7 @@ anything else; ``qs`` exists only when some filter qualifies sessions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from api_backend.query.dialect import Dialect
@@ -19,6 +20,7 @@ from api_backend.query.sql import Params, Query
 from api_backend.query.window import Window
 
 __all__ = [
+    "QualifyingFinder",
     "Scope",
     "opening",
     "qualified_rows",
@@ -85,11 +87,18 @@ def window_version_query(site_ids: tuple[int, ...], window: Window, d: Dialect) 
     return p.query(d.counting(f"SELECT {counts} AS n"))
 
 
-def scope_ctes(scope: Scope, d: Dialect, p: Params, rows: str = "events", *, facts: bool = False) -> str:
+# Finds ``qs`` from a table of sessions (``facts.qualifying_from_table``): the SELECT of the sessions a scope's session
+# filters select, or None where that table cannot answer them.
+QualifyingFinder = Callable[[Scope, Dialect, Params], str | None]
+
+
+def scope_ctes(
+    scope: Scope, d: Dialect, p: Params, rows: str = "events", *, qualifying: QualifyingFinder | None = None
+) -> str:
     """``WITH [qs AS (...),] fe AS (...)``: ``fe`` holds the in-window rows of the qualifying sessions.
 
     ``rows`` is the table ``fe`` takes its rows from: ``events``, or a table holding a subset of them with the same
-    columns (the error rows). Sessions still qualify on all their events. With ``facts`` they are found from the
+    columns (the error rows). Sessions still qualify on all their events. With ``qualifying`` they are found from the
     ``sessions`` table where it can answer (``_qualifying_cte``); a builder's form grouping every event leaves it
     out.
     """
@@ -97,7 +106,7 @@ def scope_ctes(scope: Scope, d: Dialect, p: Params, rows: str = "events", *, fac
     ctes = []
     fe_where = [where]
     if scope.session_filters:
-        ctes.append(_qualifying_cte(scope, where, d, p, facts))
+        ctes.append(_qualifying_cte(scope, where, d, p, qualifying))
         fe_where.append("session_id IN (SELECT session_id FROM qs)")
     for f in scope.row_filters:
         fe_where.append(compare(row_expression(f.parameter, d, p), f.type, f.values, d, p))
@@ -105,30 +114,28 @@ def scope_ctes(scope: Scope, d: Dialect, p: Params, rows: str = "events", *, fac
     return "WITH " + ",\n".join(ctes)
 
 
-def _qualifying_cte(scope: Scope, where: str, d: Dialect, p: Params, facts: bool) -> str:
-    """``qs``: the sessions the session filters of ``scope`` select; with ``facts``, from the ``sessions`` table where
-    the store keeps one the filters can be applied to (``facts.qualifying_sessions``), else grouped from the window's
-    events.
+def _qualifying_cte(scope: Scope, where: str, d: Dialect, p: Params, qualifying: QualifyingFinder | None) -> str:
+    """``qs``: the sessions the session filters of ``scope`` select; from ``qualifying`` where it finds them, else
+    grouped from the window's events.
 
-    From the table, at 10M events on DuckDB, the error names filtered on a channel took 1.4-2.5 -> 0.2-0.6 s and the
-    funnel 1.7-3.4 -> 0.6-1.0 s (their SQL on a slower machine, another job using a core): only the sessions crossing
-    the window's edges are grouped from their events.
+    From the sessions table, at 10M events on DuckDB, the error names filtered on a channel took 1.4-2.5 -> 0.2-0.6 s
+    and the funnel 1.7-3.4 -> 0.6-1.0 s (their SQL on a slower machine, another job using a core): only the sessions
+    crossing the window's edges are grouped from their events.
     """
-    # Imported here: ``facts`` builds on this module.
-    from api_backend.query.facts import facts_answer, qualifying_sessions
-
-    sessions = Scope(scope.site_ids, scope.window, scope.session_filters)
-    if facts and facts_answer(sessions, d):
-        return d.cte("qs", qualifying_sessions(sessions, d, p), materialized=True)
+    found = qualifying(Scope(scope.site_ids, scope.window, scope.session_filters), d, p) if qualifying else None
+    if found is not None:
+        return d.cte("qs", found, materialized=True)
     having = " AND ".join(session_condition(f, d, p) for f in scope.session_filters)
     return f"qs AS (SELECT session_id FROM events WHERE {where} GROUP BY session_id HAVING {having})"
 
 
-def opening(scope: Scope, d: Dialect, p: Params, *, rows_needed: bool, facts: bool = False) -> str:
-    """``WITH `` plus, when the query reads ``fe`` (or row filters force it), the scope CTEs and a comma (``facts`` as
-    in ``scope_ctes``)."""
+def opening(
+    scope: Scope, d: Dialect, p: Params, *, rows_needed: bool, qualifying: QualifyingFinder | None = None
+) -> str:
+    """``WITH `` plus, when the query reads ``fe`` (or row filters force it), the scope CTEs and a comma
+    (``qualifying`` as in ``scope_ctes``)."""
     if rows_needed or scope.row_filters:
-        return scope_ctes(scope, d, p, facts=facts) + ",\n"
+        return scope_ctes(scope, d, p, qualifying=qualifying) + ",\n"
     return "WITH "
 
 
