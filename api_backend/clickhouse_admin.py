@@ -3,6 +3,7 @@
     sitelens clickhouse-schema [--cluster NAME] [--database NAME]     print the SQL that creates the event tables
     sitelens migrate-events --to URL [--site ID] [--data-dir DIR]     copy events from DuckDB to a ClickHouse store
     sitelens clickhouse-merge-sessions [--data-dir DIR]                merge the sessions table's parts into one
+    sitelens clickhouse-seal-sessions [--data-dir DIR]                 seal the sessions that stopped, at once
 
 ``migrate-events`` copies one (site, UTC day) at a time. Days whose counts already match are skipped, so a run that
 was interrupted continues where it stopped; a day copied only in part is deleted and copied again. At the end the
@@ -31,6 +32,7 @@ __all__ = [
     "merge_sessions_command",
     "migrate_events",
     "migrate_events_command",
+    "seal_sessions_command",
 ]
 
 DayCounts = dict[tuple[int, date], int]
@@ -212,9 +214,39 @@ def merge_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
         store.close()
 
 
+def seal_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
+    """``sitelens clickhouse-seal-sessions``: seal the sessions of the ClickHouse store in use that stopped long
+    enough ago (``store/sealing.py``), as the server does every ``SITELENS_CLICKHOUSE_SEAL_SECONDS``.
+
+    After ``migrate-events`` the first seal writes every session; a server does so soon after it starts, and this
+    does it before. Like the merge, it runs with the server stopped on the embedded engine (``chdb://``).
+    """
+    import time as clock
+    from datetime import UTC, datetime
+
+    from api_backend.services import SEAL_IDLE
+    from api_backend.store.clickhouse import ClickHouseEventStore
+    from api_backend.store.open import open_event_store
+
+    settings = command_settings(args)
+    if parse_events_url(settings.events_url).scheme == "duckdb":
+        raise CommandError(f"the event store is DuckDB ({settings.events_url}), which keeps no sealed sessions")
+    try:
+        store, _ = open_event_store(settings)
+    except (ImportError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        assert isinstance(store, ClickHouseEventStore)
+        started = clock.monotonic()
+        result = store.seal_sessions(datetime.now(UTC).replace(tzinfo=None) - SEAL_IDLE)
+        return {**result, "seconds": round(clock.monotonic() - started, 1)}
+    finally:
+        store.close()
+
+
 def add_clickhouse_commands(commands: Any, add_data_dir: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register ``clickhouse-schema``, ``migrate-events`` and ``clickhouse-merge-sessions`` on the ``sitelens``
-    subcommand parser."""
+    """Register ``clickhouse-schema``, ``migrate-events``, ``clickhouse-merge-sessions`` and
+    ``clickhouse-seal-sessions`` on the ``sitelens`` subcommand parser."""
     schema = commands.add_parser("clickhouse-schema", help="print the SQL that creates the ClickHouse event tables")
     schema.add_argument(
         "--cluster", type=_identifier, help="cluster name: replicated tables ON CLUSTER and a Distributed table"
@@ -241,3 +273,9 @@ def add_clickhouse_commands(commands: Any, add_data_dir: Callable[[argparse.Argu
     )
     add_data_dir(merge)
     merge.set_defaults(handler=merge_sessions_command, prints_json=True)
+
+    seal = commands.add_parser(
+        "clickhouse-seal-sessions", help="seal the ClickHouse sessions that stopped, so reads need not merge them"
+    )
+    add_data_dir(seal)
+    seal.set_defaults(handler=seal_sessions_command, prints_json=True)

@@ -80,8 +80,8 @@ def open_event_services(settings: Settings) -> Services:
     from api_backend.store.startup import StoreStartupError
 
     try:
-        # A command opens the stores for its own job: the daily merge of a ClickHouse sessions table is the server's.
-        return open_services(dataclasses.replace(settings, clickhouse_merge_hour=None))
+        # A command opens the stores for its own job: the merge and the seals of a ClickHouse store are the server's.
+        return open_services(dataclasses.replace(settings, clickhouse_merge_hour=None, clickhouse_seal_seconds=None))
     except ValueError as exc:  # an events URL this build cannot open
         raise CommandError(str(exc)) from None
     except (StoreStartupError, LogCorruptError) as exc:  # a damaged or missing store: the message says what to do

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from api_backend.ingest.pipeline import Ingestor
+from api_backend.ingest.sessions import SESSION_TIMEOUT, STAMP_LEAD
 from api_backend.read import EventReader
 from api_backend.settings import Settings
 from api_backend.store.clickhouse import ClickHouseEventStore
 from api_backend.store.events import EventStore
 from api_backend.store.merging import SessionsMergeSchedule
 from api_backend.store.metadata import MetadataStore
+from api_backend.store.sealing import SessionsSealSchedule
 from api_backend.store.startup import open_events, open_metadata_store
 from api_backend.store.writer import BatchWriter, VisibleEventStore
 
-__all__ = ["Services", "open_services"]
+__all__ = ["SEAL_IDLE", "Services", "open_services"]
+
+# How long a session has been idle before a seal writes it: the session timeout, the stamps' lead and a margin for
+# an event that waited in the event log or a clock that stepped back a little.
+SEAL_IDLE = SESSION_TIMEOUT + STAMP_LEAD + timedelta(minutes=5)
 
 
 @dataclass
@@ -28,6 +35,8 @@ class Services:
     ingestor: Ingestor
     # The daily merge of a ClickHouse store's sessions table (``store/merging.py``), where it runs.
     merging: SessionsMergeSchedule | None = None
+    # The seals of a ClickHouse store's sessions (``store/sealing.py``), where they run.
+    sealing: SessionsSealSchedule | None = None
     reader: EventReader = field(init=False)
 
     def __post_init__(self) -> None:
@@ -41,6 +50,8 @@ class Services:
         """Commit queued events, then release both stores."""
         if self.merging is not None:
             self.merging.close()
+        if self.sealing is not None:
+            self.sealing.close()
         self.ingestor.close()
         self.writer.close()
         self.events.close()
@@ -70,4 +81,8 @@ def open_services(settings: Settings) -> Services:
     if isinstance(store, ClickHouseEventStore) and settings.clickhouse_merge_hour is not None:
         merging = SessionsMergeSchedule(store, settings.clickhouse_merge_hour)
         merging.start()
-    return Services(settings, metadata, events, writer, ingestor, merging)
+    sealing = None
+    if isinstance(store, ClickHouseEventStore) and settings.clickhouse_seal_seconds is not None:
+        sealing = SessionsSealSchedule(store, settings.clickhouse_seal_seconds, SEAL_IDLE)
+        sealing.start()
+    return Services(settings, metadata, events, writer, ingestor, merging, sealing)

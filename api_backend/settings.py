@@ -139,6 +139,18 @@ def _parse_hour(raw: str) -> int | None:
     return hour
 
 
+def _parse_seconds_or_off(raw: str) -> int | None:
+    if raw.strip().lower() == "off":
+        return None
+    try:
+        seconds = int(raw)
+    except ValueError:
+        raise SettingsError("must be a whole number of seconds from 1 to 86400, or off") from None
+    if not 1 <= seconds <= 86_400:
+        raise SettingsError("must be a whole number of seconds from 1 to 86400, or off")
+    return seconds
+
+
 def _parse_bool(raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -231,6 +243,14 @@ SETTINGS: tuple[Setting, ...] = (
         "part when its largest part holds less than 95% of its rows, so reads keep taking whole sessions from it "
         "(`off`: never; then run `sitelens clickhouse-merge-sessions` yourself).",
     ),
+    Setting(
+        "clickhouse_seal_seconds",
+        _parse_seconds_or_off,
+        "60",
+        "Seconds between a server's seals of a ClickHouse store's sessions: those idle for over the session timeout "
+        "are written finished into `sealed_sessions`, which reads take them from without merging the `sessions` "
+        "table (`off`: never; reads then merge it, and `sitelens clickhouse-seal-sessions` seals at once).",
+    ),
     Setting("login_token_days", _parse_positive_int, "30", "Days a dashboard sign-in token stays valid."),
     Setting(
         "trust_proxy",
@@ -312,6 +332,7 @@ class Settings:
     duckdb_memory_limit: str = "1GB"
     clickhouse_memory_limit: str = ""
     clickhouse_merge_hour: int | None = 3
+    clickhouse_seal_seconds: int | None = 60
     login_token_days: int = 30
     trust_proxy: bool = False
     track_ip_events_per_minute: int = 12000

@@ -24,7 +24,7 @@ from typing import Any
 
 from api_backend.query.sql import Params, Query
 
-__all__ = ["CLICKHOUSE", "DUCKDB", "ClickHouseDialect", "Dialect", "dialect_named"]
+__all__ = ["CLICKHOUSE", "DUCKDB", "ClickHouseDialect", "Dialect", "SealedRead", "dialect_named"]
 
 # Bucket name -> the DuckDB expression of the bucket start, given a local (wall-clock) timestamp expression.
 _DUCKDB_BUCKETS = {
@@ -53,6 +53,19 @@ _CLICKHOUSE_BUCKETS = {
 
 
 @dataclass(frozen=True)
+class SealedRead:
+    """What a read of a ClickHouse store's sealed sessions is bound to (``Dialect.sealed``): the seal's
+    ``generation``, the position ``log_seq`` and the ``cutoff`` past which sessions are open, and ``open_from``, no
+    later than the first event of any session open when the read began (``query.facts.sessions_relation``,
+    ``store/clickhouse.py``'s ``Seal``)."""
+
+    generation: int
+    log_seq: int
+    cutoff: datetime
+    open_from: datetime
+
+
+@dataclass(frozen=True)
 class Dialect:
     """DuckDB's spellings; ``ClickHouseDialect`` overrides what ClickHouse spells differently."""
 
@@ -65,6 +78,9 @@ class Dialect:
     shared_facts: bool = True
     # Whether the ``sessions`` table holds partial rows of a session that a read merges (``facts.sessions_relation``).
     merged_sessions: bool = False
+    # Where it does, the seal a read takes finished sessions from instead (``facts.SealedRead``), once a narrowing
+    # found one to read; None reads merge every row.
+    sealed: SealedRead | None = None
     # Distinct counts as ``count(DISTINCT x)`` aggregates (over all rows, or per group) rather than by grouping the
     # distinct values (or (session, value) pairs) first. DuckDB groups them: its distinct aggregates cannot spill
     # to disk (the time series' distinct users per bucket ran out of memory at 100M events).

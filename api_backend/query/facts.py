@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from api_backend.query.dialect import Dialect
+from api_backend.query.dialect import Dialect, SealedRead
 from api_backend.query.filters import (
     EFFECTIVE_USER,
     POSITIVE_OF,
@@ -46,7 +46,9 @@ __all__ = [
     "FIRST_SET_PARAMETERS",
     "MAX_SPANS",
     "MERGED_SHARE",
+    "NO_CUTOFF",
     "QUARTER_HOUR_US",
+    "SEALED_MIN_EVENTS",
     "Span",
     "crossing_spans",
     "edge_sessions",
@@ -158,28 +160,66 @@ def facts_answer(scope: Scope, d: Dialect, shared_columns: bool = False) -> bool
 _PICKED = ("user_value", "entry_page", "exit_page", "channel", *FIRST_SET_PARAMETERS)
 
 
-def sessions_relation(d: Dialect, stored: Sequence[str] | None = None) -> str:
-    """What reads name ``sessions``: the table, or where it holds partial rows (``Dialect.merged_sessions``) its
-    rows merged into one per session, with the columns reads use under the names DuckDB's table gives them.
+# The columns the merged relation gives a read (``sessions_relation``), as DuckDB's table names them.
+_RELATION = (
+    "site_id", "session_id", "first_seen", "last_seen", "pageviews", "pathnames", "users", "users_count", *_PICKED,
+    "user_number", "user_text",
+)  # fmt: skip
+# The cutoff of a seal that holds no sessions: every session counts as open (``store/clickhouse.py``).
+NO_CUTOFF = datetime(1970, 1, 1)
 
-    ClickHouse merges the parts' rows of one session with ``FINAL``; where the table is one part, or one large part
-    and a few small ones, that costs about what reading the columns does (``bench/analysis.md``). ``stored`` names
-    the only columns a read takes, all of them columns of the table: the engine then resolves those alone.
+
+def sessions_relation(d: Dialect, p: Params, site_ids: tuple[int, ...], stored: Sequence[str] | None = None) -> str:
+    """What reads name ``sessions``: the table, or where it holds partial rows (``Dialect.merged_sessions``) one row
+    per session of ``site_ids``, with the columns reads use under the names DuckDB's table gives them.
+
+    ClickHouse keeps each session that stopped long enough ago finished in ``sealed_sessions``; with a seal to read
+    (``Dialect.sealed``) the relation takes those rows as they are, and merges only the rows of the sessions the seal
+    left open, found in ``sessions`` by their indexes. A session counts once: sealed sessions first seen before
+    ``open_from`` (which no open one is) are taken whole, later ones unless open, and open ones from ``sessions``.
+    Without a seal it merges every row of the site's table with ``FINAL``. ``stored`` names the only columns a read
+    takes: the engine then resolves those alone.
     """
     if not d.merged_sessions:
         return "sessions"
+    sites = site_condition(site_ids, p)
+    if d.sealed is None:
+        return f"({_merged_sessions(d, stored, sites)}) AS sessions"
+    sealed = d.sealed
+    generation, open_from = p.add(sealed.generation), p.add(sealed.open_from)
+    log_seq, cutoff = p.add(sealed.log_seq), p.add(sealed.cutoff)
+    opened = (
+        f"SELECT session_id FROM sessions WHERE {sites} AND max_log_seq > {log_seq} UNION ALL "
+        f"SELECT session_id FROM sessions WHERE {sites} AND last_seen >= {cutoff}"
+    )
+    columns = ", ".join(stored or _RELATION)
+    rows = f"SELECT {columns} FROM sealed_sessions WHERE generation = {generation} AND {sites} AND first_seen"
+    merged = _merged_sessions(d, stored, f"{sites} AND session_id IN ({opened})")
+    parts = (
+        f"{rows} < {open_from}",
+        f"{rows} >= {open_from} AND session_id NOT IN ({opened})",
+        f"SELECT {columns} FROM ({merged}) AS open WHERE first_seen >= {open_from}",
+    )
+    return f"({' UNION ALL '.join(parts)}) AS sessions"
+
+
+def _merged_sessions(d: Dialect, stored: Sequence[str] | None, where: str) -> str:
+    """``SELECT`` of the rows of ``sessions`` where ``where`` holds (a condition on their site and session ids), merged
+    into one per session with ``FINAL``; where the table is one part, or one large part and a few small ones, that
+    costs about what reading the columns does (``bench/analysis.md``)."""
     if stored is not None:
         named = (f"tupleElement(stored.{c}, 2) AS {c}" if c in _PICKED else f"stored.{c} AS {c}" for c in stored)
-        return f"(SELECT {', '.join(named)} FROM sessions AS stored FINAL) AS sessions"
+        return f"SELECT {', '.join(named)} FROM sessions AS stored FINAL WHERE {where}"
     # Qualified, so each names the stored pair and not the alias its value takes.
     finals = ", ".join(f"tupleElement(stored.{name}, 2) AS {name}" for name in _PICKED)
     merged = (
         "SELECT stored.site_id AS site_id, stored.session_id AS session_id, stored.first_seen AS first_seen, "
         "stored.last_seen AS last_seen, stored.pageviews AS pageviews, stored.pathnames AS pathnames, "
-        f"stored.users AS users, length(stored.users) AS users_count, {finals} FROM sessions AS stored FINAL"
+        f"stored.users AS users, length(stored.users) AS users_count, {finals} FROM sessions AS stored FINAL "
+        f"WHERE {where}"
     )
     users = f"{d.user_number('user_value')} AS user_number, {d.user_text('user_value')} AS user_text"
-    return f"(SELECT *, {users} FROM ({merged}) AS merged) AS sessions"
+    return f"SELECT *, {users} FROM ({merged}) AS merged"
 
 
 # Where the table is merged at read time (``Dialect.merged_sessions``), whole sessions come from it for a window of
@@ -210,41 +250,91 @@ def _merged_share() -> str:
     )
 
 
-def facts_where_cheaper(
-    scope: Scope, facts: Query, events: Callable[[], Query], d: Dialect, *, when_merged: bool = True
-) -> Query:
-    """``facts`` (whole sessions from the table), or on an engine that merges the table at read time the one of
-    ``facts`` and ``events()`` (the event grouping; the same rows, built only there) that costs less for the
-    window's size and the table's parts.
+# Where sealed rows can answer (``sessions_relation``), they do for a window of at least this many events: below it the
+# grouping of its events costs about as much as resolving the sealed form's SQL.
+SEALED_MIN_EVENTS = 1_000_000
+# ... and while the sessions the seal left open hold fewer rows of the site's table than this share of the window's
+# events: beyond it (a seal far behind, one about to be written again) merging them costs more than it saves.
+SEALED_OPEN_SHARE = 0.05
 
-    Merging reads every row of the site's table (ClickHouse orders it by session id, not by time), while grouping
-    reads only the window's events, fast while they fit in memory. On chdb copies of the bench files, in the six
-    overlapping parts a bulk copy leaves, the grouping won at 10M events (the overview 705 against 1,026 ms through
-    the API) and the table at 100M (21.1 against 11.3 s): the grouping spills to disk there. Merged into one large
-    part, the table wins at both sizes (10M: 770 -> 360 ms; 100M: 3.7 s). So the narrowing counts the window's
-    events and the site's rows (both from the tables' indexes) and reads how merged the table is (the parts'
-    metadata); it picks the table for a window over most of the site's data that is large, or that is not small
-    (``MERGED_MIN_EVENTS``) and meets a mostly merged table. The result cache resolves the narrowing before it keys
-    the answer (``read/results.py``), so each form is kept under its own SQL. With ``when_merged=False`` the table is read for large windows only, for a read that takes more from it than whole
-    sessions' facts (the time series).
+
+def facts_where_cheaper(
+    scope: Scope,
+    facts: Callable[[Dialect], Query],
+    events: Callable[[], Query],
+    d: Dialect,
+    *,
+    when_merged: bool = True,
+) -> Query:
+    """``facts(d)`` (whole sessions from the table), or on an engine that merges the table at read time the one of
+    the facts (read from the sealed rows, or merged at read time) and ``events()`` (the event grouping; the same
+    rows, built only there) that costs less for the window's size, the seal and the table's parts.
+
+    The sealed rows (``sessions_relation``) need no merge and are ordered by time: they answer every window of
+    ``SEALED_MIN_EVENTS`` or more while the sessions left open are few. Without them (no seal yet, or one a direct
+    write undid), merging reads every row of the site's table (ClickHouse orders it by session id, not by time),
+    while grouping reads only the window's events, fast while they fit in memory. On chdb copies of the bench files,
+    in the six overlapping parts a bulk copy leaves, the grouping won at 10M events (the overview 705 against 1,026
+    ms through the API) and the table at 100M (21.1 against 11.3 s): the grouping spills to disk there. Merged into
+    one large part, the table wins at both sizes (10M: 770 -> 360 ms; 100M: 3.7 s). So the narrowing counts the
+    window's events and the site's rows (both from the tables' indexes), reads how merged the table is (the parts'
+    metadata) and the newest seal with the sessions it left open; without a seal to read it picks the table for a
+    window over most of the site's data that is large, or that is not small (``MERGED_MIN_EVENTS``) and meets a
+    mostly merged table. The result cache resolves the narrowing before it keys the answer (``read/results.py``), so
+    each form is kept under its own SQL. With ``when_merged=False`` the merged table is read for large windows only,
+    for a read that takes more from it than whole sessions' facts (the time series).
     """
     if not d.merged_sessions:
-        return facts
+        return facts(d)
     grouped = events()
     p = Params()
+    sites = site_condition(scope.site_ids, p)
+    seal = "(SELECT argMax(tuple(generation, log_seq, cutoff), seal) FROM session_seals)"
+    # Without a seal to read every session is open: the engine then reads none of them (a constant false condition).
+    readable = f"tupleElement(current_seal, 3) > {p.add(NO_CUTOFF)}"
+    opened = (
+        f"SELECT session_id FROM sessions WHERE {readable} AND {sites} AND max_log_seq > tupleElement(current_seal, 2) "
+        f"UNION ALL SELECT session_id FROM sessions WHERE {readable} AND {sites} "
+        "AND last_seen >= tupleElement(current_seal, 3)"
+    )
     sizes = (
+        f"WITH {seal} AS current_seal "
         f"SELECT (SELECT count(*) FROM events WHERE {window_condition(scope.site_ids, scope.window, p, d)}) AS events, "
-        f"(SELECT count(*) FROM sessions WHERE {site_condition(scope.site_ids, p)}) AS sessions, "
-        f"{_merged_share()} AS merged"
+        f"(SELECT count(*) FROM sessions WHERE {sites}) AS sessions, {_merged_share()} AS merged, "
+        "current_seal AS seal, "
+        f"(SELECT tuple(count(), min(first_seen)) FROM sessions WHERE {sites} AND session_id IN ({opened})) AS opened"
     )
 
     def choose(rows: list[dict[str, Any]]) -> Query:
         window_events, site_rows, merged = rows[0]["events"], rows[0]["sessions"], rows[0]["merged"]
+        sealed = _sealed_read(rows[0]["seal"], rows[0]["opened"], window_events)
+        if sealed is not None:
+            return facts(replace(d, sealed=sealed))
         mostly_merged = window_events >= MERGED_MIN_EVENTS and (merged or 0) >= MERGED_SHARE
         worth = window_events >= FACTS_MIN_EVENTS or (when_merged and mostly_merged)
-        return facts if worth and 2 * site_rows <= window_events else grouped
+        return facts(d) if worth and 2 * site_rows <= window_events else grouped
 
     return replace(grouped, narrowing=Narrowing(p.query(d.counting(sizes)), choose), reads_sessions=True)
+
+
+def _sealed_read(seal: Sequence[Any] | None, opened: Sequence[Any], window_events: int) -> SealedRead | None:
+    """What a read of the sealed rows is bound to, from the narrowing's newest seal ``(generation, log_seq, cutoff)``
+    and ``(rows, first event)`` of the sessions it left open; None where they should not answer."""
+    if not seal or not seal[0] or window_events < SEALED_MIN_EVENTS:
+        return None
+    generation, log_seq, cutoff = seal
+    cutoff = _naive(cutoff)
+    open_rows, first_open = opened
+    if cutoff <= NO_CUTOFF or open_rows > SEALED_OPEN_SHARE * window_events:
+        return None
+    # Every sealed session stopped before the cutoff, so it bounds them all when none is open.
+    open_from = min(cutoff, _naive(first_open)) if open_rows else cutoff
+    return SealedRead(int(generation), int(log_seq), cutoff, open_from)
+
+
+def _naive(value: datetime) -> datetime:
+    """A time as naive UTC, as the builders bind them."""
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
 
 
 def _after_start(column: str, window: Window, p: Params) -> str:
@@ -297,7 +387,7 @@ def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
             where.append(compare(_COLUMN[f.parameter], f.type, f.values, d, p))
         else:
             where.append(_any_event(f, scope, d, p))
-    return f"SELECT {columns} FROM {sessions_relation(d)} WHERE {' AND '.join(where)}"
+    return f"SELECT {columns} FROM {sessions_relation(d, p, scope.site_ids)} WHERE {' AND '.join(where)}"
 
 
 def _crossing(scope: Scope, p: Params) -> list[tuple[str, str]]:
@@ -359,7 +449,7 @@ def _merged_edge_rows(scope: Scope, crossing: list[tuple[str, str]], d: Dialect,
     # One scalar subquery, written once and named, over the four columns it reads: the engine spent time resolving
     # each copy and each column. On a store of 600 sessions (the slower machine), the overview's table form 83 ->
     # 55 ms and a page of sessions 92 -> 59 ms, their SQL less than half as long (``bench/analysis.md``).
-    relation = sessions_relation(d, ("site_id", "session_id", "first_seen", "last_seen"))
+    relation = sessions_relation(d, p, scope.site_ids, ("site_id", "session_id", "first_seen", "last_seen"))
     found = f"(SELECT tuple(groupArray(session_id), {', '.join(ends)}) FROM {relation} WHERE {either})"
     near = " OR ".join(
         d.time_bound("timestamp", "<=" if kind == "start" else ">=", f"tupleElement(edge_found, {n})")

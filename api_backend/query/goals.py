@@ -290,7 +290,7 @@ def build_goals_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Qu
     events = partial(build_goals_events_query, scope, goals, d)
     if not (d.merged_sessions and facts_answer(scope, d, shared_columns=True)):
         return events()
-    return facts_where_cheaper(scope, build_goals_listed_query(scope, goals, d), events, d)
+    return facts_where_cheaper(scope, lambda dd: build_goals_listed_query(scope, goals, dd), events, d)
 
 
 def build_goals_events_query(scope: Scope, goals: Sequence[GoalSpec], d: Dialect) -> Query:
@@ -509,7 +509,9 @@ def build_goal_sessions_query(scope: Scope, goal: GoalSpec, limit: int, offset: 
     events = partial(build_goal_sessions_events_query, scope, goal, limit, offset, d)
     if not facts_answer(scope, d, shared_columns=True):
         return events()
-    return facts_where_cheaper(scope, _goal_sessions_query(scope, goal, limit, offset, d, facts=True), events, d)
+    return facts_where_cheaper(
+        scope, lambda dd: _goal_sessions_query(scope, goal, limit, offset, dd, facts=True), events, d
+    )
 
 
 def build_goal_sessions_events_query(scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect) -> Query:
@@ -677,7 +679,9 @@ def build_goal_breakdown_query(
     events = partial(build_goal_breakdown_events_query, scope, goal, parameter, d, page)
     if parameter not in TABLE_BREAKDOWN_PARAMETERS or not facts_answer(scope, d, shared_columns=True):
         return events()
-    return facts_where_cheaper(scope, _goal_breakdown_query(scope, goal, parameter, d, page, facts=True), events, d)
+    return facts_where_cheaper(
+        scope, lambda dd: _goal_breakdown_query(scope, goal, parameter, dd, page, facts=True), events, d
+    )
 
 
 def build_goal_breakdown_events_query(

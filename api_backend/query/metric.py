@@ -96,8 +96,12 @@ def build_metric_query(scope: Scope, parameter: str, limit: int, offset: int, d:
     """
     if not facts_answer(scope, d, shared_columns=parameter in SESSION_PARAMETERS or parameter == "pathname"):
         return _metric_query(scope, parameter, limit, offset, d, facts=False)
-    facts = _metric_query(scope, parameter, limit, offset, d, facts=True)
-    return facts_where_cheaper(scope, facts, partial(_metric_query, scope, parameter, limit, offset, d, facts=False), d)
+    return facts_where_cheaper(
+        scope,
+        lambda dd: _metric_query(scope, parameter, limit, offset, dd, facts=True),
+        partial(_metric_query, scope, parameter, limit, offset, d, facts=False),
+        d,
+    )
 
 
 def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dialect) -> Query:

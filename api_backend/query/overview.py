@@ -156,11 +156,16 @@ def build_overview_query(scope: Scope, d: Dialect) -> Query:
     """One row: sessions, pageviews, users, pages_per_session, bounce_rate, session_duration."""
     if not facts_answer(scope, d, shared_columns=True):
         return build_overview_events_query(scope, d)
+    return facts_where_cheaper(
+        scope, partial(_overview_from_facts, scope), lambda: build_overview_events_query(scope, d), d
+    )
+
+
+def _overview_from_facts(scope: Scope, d: Dialect) -> Query:
     p = Params()
     columns = "session_id, session_start, duration, pageviews, unum, utext"
     union = d.cte("s", f"SELECT {columns} FROM whole UNION ALL SELECT {columns} FROM edge", materialized=False)
-    facts = p.query(f"WITH {_facts_ctes(scope, d, p)},\n{union}\n{_headline(d, split_users=True)}")
-    return facts_where_cheaper(scope, facts, lambda: build_overview_events_query(scope, d), d)
+    return p.query(f"WITH {_facts_ctes(scope, d, p)},\n{union}\n{_headline(d, split_users=True)}")
 
 
 def build_overview_events_query(scope: Scope, d: Dialect) -> Query:
@@ -192,14 +197,15 @@ def build_overview_series_query(scope: Scope, bucket: str, d: Dialect) -> Query:
     """
     if not facts_answer(scope, d, shared_columns=True):
         return build_overview_series_events_query(scope, bucket, d)
-    query = _series_from_facts(scope, bucket, d, None)
     if d.merged_sessions:
         # A table merged at read time is read for large windows only: on chdb copies of the bench files, merged into
         # one part, the daily series took 8.4 s from the table against 16.8 s grouping 100M events (Asia/Kolkata: 9.1
         # against 15.8 s), but 831 against 786 ms at 10M. The crossing sessions' spans are not asked for first: that
         # would merge the table once more.
         events = partial(build_overview_series_events_query, scope, bucket, d)
-        return facts_where_cheaper(scope, query, events, d, when_merged=False)
+        facts = lambda dd: _series_from_facts(scope, bucket, dd, None)  # noqa: E731
+        return facts_where_cheaper(scope, facts, events, d, when_merged=False)
+    query = _series_from_facts(scope, bucket, d, None)
     if constant_offset(scope.window) is None:
         # Finding the crossing sessions would test every session's offsets once more: narrowed, the daily series
         # of 10M events over New York's change of offset took 267-283 ms against 238.

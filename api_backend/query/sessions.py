@@ -133,13 +133,16 @@ def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) 
     """
     if not facts_answer(scope, d, shared_columns=True):
         return build_session_page_events_query(scope, limit, offset, d)
-    p = Params()
-    # The edge sessions are grouped once; the whole ones are read twice rather than stored (24M ids at 100M
-    # events): the count reads none of their ids, and the top-N keeps only the page's.
-    edge = d.cte("edge", edge_sessions(scope, ", max(timestamp) AS session_end", d, p), materialized=True)
-    whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
-    ends = f"{whole} UNION ALL SELECT session_id, session_end FROM edge"
-    facts = p.query(f"WITH {edge},\n" + _page_of(ends, limit, offset, d, p, materialized=False))
+
+    def facts(d: Dialect) -> Query:
+        p = Params()
+        # The edge sessions are grouped once; the whole ones are read twice rather than stored (24M ids at 100M
+        # events): the count reads none of their ids, and the top-N keeps only the page's.
+        edge = d.cte("edge", edge_sessions(scope, ", max(timestamp) AS session_end", d, p), materialized=True)
+        whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
+        ends = f"{whole} UNION ALL SELECT session_id, session_end FROM edge"
+        return p.query(f"WITH {edge},\n" + _page_of(ends, limit, offset, d, p, materialized=False))
+
     return facts_where_cheaper(scope, facts, lambda: build_session_page_events_query(scope, limit, offset, d), d)
 
 

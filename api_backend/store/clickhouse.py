@@ -28,6 +28,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +36,7 @@ import pyarrow as pa
 
 from api_backend.query.dialect import CLICKHOUSE
 from api_backend.query.goals import GoalSpec
-from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, sessions_fill_sql
+from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, sealed_rows_sql, sessions_fill_sql
 from api_backend.store.events import (
     EVENT_COLUMNS,
     EVENT_SCHEMA,
@@ -44,7 +45,7 @@ from api_backend.store.events import (
     QueryTooLargeError,
 )
 
-__all__ = ["INSERT_SETTINGS", "QUERY_SETTINGS", "ClickHouseEventStore", "memory_settings"]
+__all__ = ["INSERT_SETTINGS", "NO_CUTOFF", "QUERY_SETTINGS", "ClickHouseEventStore", "Seal", "memory_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +118,39 @@ _DELETE_SETTINGS: dict[str, Any] = {"lightweight_deletes_sync": 2, "mutations_sy
 # ``OPTIMIZE`` returns once every replica has merged.
 _MERGE_SETTINGS: dict[str, Any] = {"alter_sync": 2}
 
+# The cutoff of a seal that holds no sessions (``Seal``): every session counts as open.
+NO_CUTOFF = datetime(1970, 1, 1)
+# The sessions a seal left open, by the indexes of ``sessions`` (one condition each: an ``OR`` of the two would use
+# neither), given the seal's ``log`` position and ``open_cutoff``.
+_OPEN_KEYS = (
+    "SELECT site_id, session_id FROM sessions WHERE max_log_seq > {log:UInt64} UNION ALL "
+    "SELECT site_id, session_id FROM sessions WHERE last_seen >= {open_cutoff:DateTime64(3, 'UTC')}"
+)
+
+
+@dataclass(frozen=True)
+class Seal:
+    """One seal of the ``sessions`` table (a row of ``session_seals``).
+
+    Every session with no event after ``log_seq`` and none at or after ``cutoff`` has its finished row in
+    ``sealed_sessions``, in ``generation``; the others are open, and reads take them from ``sessions``. A seal with
+    ``cutoff`` at ``NO_CUTOFF`` holds none: direct writes (not from the event log) made the sealed rows unreliable, and
+    the next seal writes a generation afresh.
+    """
+
+    seal: int
+    generation: int
+    log_seq: int
+    cutoff: datetime
+
+
 _COLUMN_NAMES = [name for name, _ in EVENT_COLUMNS]
 _INSERT_SCHEMA = EVENT_SCHEMA.append(pa.field("log_seq", pa.uint64(), nullable=False))
+
+
+def _naive(value: datetime) -> datetime:
+    """A time as naive UTC (the engine gives a zoned column's values aware)."""
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
 
 
 def _naive_utc(rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
@@ -175,6 +207,9 @@ class ClickHouseEventStore:
         self._writing = False
         self._insert_failed = False
         self._delete_failed = False
+        # One seal at a time, and none while a direct write or a delete changes what it would write.
+        self._seal_lock = threading.Lock()
+        self._seal_failed = False
         self.schema_version = self._migrate()
         self._delete_from = self._delete_target("events")
         self._delete_sessions = self._delete_target("sessions")
@@ -183,7 +218,12 @@ class ClickHouseEventStore:
         self._sessions_parts = f"active AND database = currentDatabase() AND table = '{local}'"
         # The tables copying some rows of ``events`` (``store/clickhouse_schema.py``), and where their deletes go.
         self._copies = {table: self._delete_target(table) for table in ("error_events", "goal_events")}
+        self._delete_sealed = self._delete_target("sealed_sessions")
+        self._sealed_local = (
+            "sealed_sessions" if self._cluster_of("sealed_sessions") is None else "sealed_sessions_local"
+        )
         self._recover()
+        self._recover_seals()
 
     # -- schema and recovery --------------------------------------------------------------------------------------
 
@@ -357,6 +397,17 @@ class ClickHouseEventStore:
             table = table.select(_COLUMN_NAMES).cast(EVENT_SCHEMA)
         stamp = pa.repeat(pa.scalar(log_seq or 0, pa.uint64()), table.num_rows)
         batch = pa.Table.from_arrays([*table.columns, stamp], schema=_INSERT_SCHEMA)
+        if log_seq is None and table.num_rows:
+            # Rows of no log record are invisible to the seal's position: the sealed rows may no longer describe
+            # their sessions, so none is read until the next seal has written them all again, and no seal runs
+            # until the rows are in.
+            with self._seal_lock:
+                self._unseal()
+                return self._insert(table, batch, log_seq)
+        return self._insert(table, batch, log_seq)
+
+    def _insert(self, table: pa.Table, batch: pa.Table, log_seq: int | None) -> int:
+        """``append``'s insert of ``batch`` (``table`` with its ``log_seq`` column) and of the log position."""
         with self._write_lock:
             if self._insert_failed and log_seq is not None:
                 with self._changing("insert"):
@@ -416,7 +467,8 @@ class ClickHouseEventStore:
     def delete_site(self, site_id: int) -> int:
         """Delete every event of ``site_id``; reads that follow no longer see them."""
         params = {"site": site_id}
-        with self._write_lock, self._changing("delete"):
+        # No seal runs meanwhile: one that read the site's sessions before would write them again after.
+        with self._seal_lock, self._write_lock, self._changing("delete"):
             (count,) = self.client.query(
                 "SELECT count() FROM events WHERE site_id = {site:Int32}", parameters=params
             ).result_rows[0]
@@ -426,7 +478,7 @@ class ClickHouseEventStore:
                     parameters=params,
                     settings=_DELETE_SETTINGS,
                 )
-            for target in (*self._copies.values(), self._delete_sessions):
+            for target in (*self._copies.values(), self._delete_sessions, self._delete_sealed):
                 self.client.command(
                     f"DELETE FROM {target} WHERE site_id = {{site:Int32}}", parameters=params, settings=_DELETE_SETTINGS
                 )
@@ -435,7 +487,8 @@ class ClickHouseEventStore:
     def delete_range(self, site_id: int, start: datetime, end: datetime) -> None:
         """Delete the events of ``site_id`` in ``[start, end)`` (naive UTC); reads that follow no longer see them."""
         params = {"site": site_id, "start": start, "end": end}
-        with self._write_lock, self._changing("delete"):
+        with self._seal_lock, self._write_lock, self._changing("delete"):
+            self._unseal()  # the sessions it rebuilds may be sealed
             for target in (self._delete_from, *self._copies.values()):
                 self.client.command(
                     f"DELETE FROM {target} WHERE site_id = {{site:Int32}} AND {_RANGE}",
@@ -448,6 +501,125 @@ class ClickHouseEventStore:
                 "AND last_seen >= {start:DateTime64(3, 'UTC')}",
                 params,
             )
+
+    # -- sealed sessions -------------------------------------------------------------------------------------------
+
+    def current_seal(self) -> Seal | None:
+        """The newest seal, or None before the first."""
+        rows = self.client.query(
+            "SELECT seal, generation, log_seq, cutoff FROM session_seals ORDER BY seal DESC LIMIT 1"
+        ).result_rows
+        if not rows:
+            return None
+        seal, generation, log_seq, cutoff = rows[0]
+        return Seal(int(seal), int(generation), int(log_seq), _naive(cutoff))
+
+    def seal_sessions(self, cutoff: datetime) -> dict[str, Any]:
+        """Write the finished rows of the open sessions with no event at or after ``cutoff`` (naive UTC) into
+        ``sealed_sessions``, then record the seal.
+
+        The caller picks ``cutoff`` far enough back that no session idle since can get another event (the session
+        timeout and the stamps' lead): a sealed row is then final. The first seal, and the first after a direct
+        write, write every such session into a new generation; later ones only the sessions left open by the seal
+        before (an event after its log position, or one at or after its cutoff), found by the indexes of
+        ``sessions``. A sealed session that got events anyway (a clock set back) is open again: its row goes, and it
+        is sealed anew. A crash before the record leaves rows its start deletes (``_recover_seals``). Returns the
+        seal's number, its generation, whether it was full, and the sessions it wrote.
+        """
+        with self._seal_lock:
+            if self._seal_failed:
+                self._recover_seals()
+            current = self.current_seal()
+            applied = self.applied_log_seq()
+            if current is not None:
+                cutoff = max(cutoff, current.cutoff)
+            seal = (current.seal if current else 0) + 1
+            # An unsealing already started the generation a full seal writes.
+            generation = 1 if current is None else current.generation
+            full = current is None or current.cutoff == NO_CUTOFF
+            params: dict[str, Any] = {"cutoff": cutoff}
+            keys = ""
+            if current is not None and not full:
+                params |= {"log": current.log_seq, "open_cutoff": current.cutoff}
+                keys = f"(site_id, session_id) IN ({_OPEN_KEYS})"
+                self._drop_reopened(generation, keys, params)
+            before = self._sealed_count(generation)
+            where = "merged.last_seen < {cutoff:DateTime64(3, 'UTC')}"
+            # Rows of a seal that fails before its record are deleted before the next writes its own.
+            self._seal_failed = True
+            self.client.command(
+                sealed_rows_sql("sealed_sessions", generation, seal, where, keys=keys),
+                parameters=params,
+            )
+            self._record_seal(Seal(seal, generation, applied, cutoff))
+            self._seal_failed = False
+            if not full:
+                # A read holding a seal from before the last full one may still read the generation before; after
+                # a seal more, none does.
+                self._drop_generations_before(generation)
+            written = self._sealed_count(generation) - before
+        return {"seal": seal, "generation": generation, "full": full, "sessions": written}
+
+    def _record_seal(self, seal: Seal) -> None:
+        self.client.command(
+            "INSERT INTO session_seals (seal, generation, log_seq, cutoff) "
+            "VALUES ({seal:UInt64}, {generation:UInt32}, {log:UInt64}, {cutoff:DateTime64(3, 'UTC')})",
+            parameters={"seal": seal.seal, "generation": seal.generation, "log": seal.log_seq, "cutoff": seal.cutoff},
+        )
+
+    def _sealed_count(self, generation: int) -> int:
+        rows = self.client.query(
+            "SELECT count() FROM sealed_sessions WHERE generation = {g:UInt32}", parameters={"g": generation}
+        ).result_rows
+        return int(rows[0][0])
+
+    def _drop_reopened(self, generation: int, keys: str, params: dict[str, Any]) -> None:
+        """Delete the sealed rows of ``generation`` of open sessions (``keys``): only a clock set back gives one."""
+        where = f"generation = {{generation:UInt32}} AND {keys}"
+        params = {**params, "generation": generation}
+        (count,) = self.client.query(
+            f"SELECT count() FROM sealed_sessions WHERE {where}", parameters=params
+        ).result_rows[0]
+        if count:
+            log.warning("%d sealed sessions got events after they were sealed; sealing them again", count)
+            self.client.command(
+                f"DELETE FROM {self._delete_sealed} WHERE {where}", parameters=params, settings=_DELETE_SETTINGS
+            )
+
+    def _drop_generations_before(self, generation: int) -> None:
+        """Drop the partitions of the generations older than ``generation`` (a read may still use that one)."""
+        rows = self.client.query(
+            "SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = {t:String} "
+            "AND active",
+            parameters={"t": self._sealed_local},
+        ).result_rows
+        for (partition,) in rows:
+            if int(partition) < generation:
+                self.client.command(f"ALTER TABLE {self._delete_sealed} DROP PARTITION {int(partition)}")
+
+    def _unseal(self) -> None:
+        """Record a seal holding no sessions (``NO_CUTOFF``), in a new generation (seal lock held)."""
+        current = self.current_seal()
+        if current is None or current.cutoff == NO_CUTOFF:
+            return
+        self._record_seal(Seal(current.seal + 1, current.generation + 1, current.log_seq, NO_CUTOFF))
+
+    def _recover_seals(self) -> None:
+        """Delete sealed rows of a seal that never got recorded (the process stopped during it)."""
+        current = self.current_seal()
+        newest = current.seal if current else 0
+        params = {"seal": newest}
+        (orphans,) = self.client.query(
+            "SELECT count() FROM sealed_sessions WHERE seal > {seal:UInt64}", parameters=params
+        ).result_rows[0]
+        if orphans:
+            log.warning("removing %d sealed sessions of a seal never recorded", orphans)
+            self.client.command(
+                f"DELETE FROM {self._delete_sealed} WHERE seal > {{seal:UInt64}}",
+                parameters=params,
+                settings=_DELETE_SETTINGS,
+            )
+        self._seal_failed = False
 
     def latest_sessions(self, since: datetime) -> list[tuple[int, str, str, datetime]]:
         """The newest session of each visitor seen since ``since`` (recovers live sessions after a restart)."""

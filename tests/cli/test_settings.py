@@ -38,6 +38,9 @@ def test_environment_variables_are_read(tmp_path):
     assert settings.clickhouse_merge_hour == 3
     assert load_settings({**env, "SITELENS_CLICKHOUSE_MERGE_HOUR": "0"}).clickhouse_merge_hour == 0
     assert load_settings({**env, "SITELENS_CLICKHOUSE_MERGE_HOUR": "Off"}).clickhouse_merge_hour is None
+    assert settings.clickhouse_seal_seconds == 60
+    assert load_settings({**env, "SITELENS_CLICKHOUSE_SEAL_SECONDS": "5"}).clickhouse_seal_seconds == 5
+    assert load_settings({**env, "SITELENS_CLICKHOUSE_SEAL_SECONDS": "off"}).clickhouse_seal_seconds is None
 
 
 @pytest.mark.parametrize(
@@ -58,6 +61,8 @@ def test_environment_variables_are_read(tmp_path):
         ("SITELENS_CLICKHOUSE_MERGE_HOUR", "3am"),
         ("SITELENS_DASHBOARD_API_TIMEOUT", "0"),
         ("SITELENS_DASHBOARD_API_TIMEOUT", "a minute"),
+        ("SITELENS_CLICKHOUSE_SEAL_SECONDS", "0"),
+        ("SITELENS_CLICKHOUSE_SEAL_SECONDS", "often"),
         ("SITELENS_NO_SUCH_SETTING", "1"),
     ],
 )

@@ -1,5 +1,5 @@
-"""``sitelens clickhouse-schema``, ``migrate-events`` and ``clickhouse-merge-sessions`` against the embedded
-ClickHouse engine."""
+"""``sitelens clickhouse-schema``, ``migrate-events``, ``clickhouse-merge-sessions`` and ``clickhouse-seal-sessions``
+against the embedded ClickHouse engine."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from api_backend.store.open import open_event_store, parse_events_url
 from tests.store.test_session_facts import random_events
 from tests.store.test_session_facts_clickhouse import duckdb_facts, finished
 from tests.support import make_account, make_site
-from tests.support.clickhouse import chdb_url, drop_database, fresh_database
+from tests.support.clickhouse import UNSEALED, chdb_url, drop_database, fresh_database
 
 DAY0 = datetime(2026, 3, 1, 8, 0)
 
@@ -44,7 +44,7 @@ def test_chadmin001_single_node_schema_runs_and_the_store_adopts_it(capsys, chdb
     for statement in _statements(capsys):
         chdb_client.command(statement)
     store = ClickHouseEventStore(chdb_client, chdb_database)
-    assert store.schema_version == 7  # and migrated on open to the newest version
+    assert store.schema_version == 8  # and migrated on open to the newest version
     (engine,) = chdb_client.query(
         "SELECT engine FROM system.tables WHERE database = {db:String} AND name = 'events'",
         parameters={"db": chdb_database},
@@ -83,7 +83,7 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web"]) == 0
     full = _statements(capsys)
     upgrades = {}
-    for start in (1, 2, 3, 4, 5, 6):
+    for start in (1, 2, 3, 4, 5, 6, 7):
         args = ["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", str(start)]
         assert main(args) == 0
         upgrades[start] = _statements(capsys)
@@ -105,12 +105,16 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
             "goal_events",
             "goal_events_mv",
             "sessions_mv",
+            "sealed_sessions_local",
+            "sealed_sessions",
+            "session_seals",
         )
     ]
     assert all(s in full for s in created)
     assert [s for s in upgrades[2] if s.startswith("CREATE")] == created[3:]
     assert [s for s in upgrades[3] if s.startswith("CREATE")] == created[6:]
     assert [s for s in upgrades[6] if s.startswith("CREATE")] == created[10:]
+    assert [s for s in upgrades[7] if s.startswith("CREATE")] == created[11:]
     # Version 4 adds the paths to both sessions tables and replaces the view with one that writes them; version 7
     # replaces it again with one writing the picked values as pairs.
     assert "AS pathnames" not in created[2] and "groupUniqArrayIf(toString(pathname), type = 'pageview')" in created[6]
@@ -127,7 +131,7 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     ]
     goal_codec = f"ALTER TABLE `web`.goal_events_local ON CLUSTER `analytics` {codec}"
     # Version 7 drops the picked values' columns of both sessions tables and adds them again as pairs.
-    pairs = [s for s in upgrades[6] if s.startswith(("ALTER", "DROP"))]
+    pairs = [s for s in upgrades[6] if s.startswith(("ALTER", "DROP")) and " INDEX " not in s]
     assert pairs[0] == "DROP VIEW IF EXISTS `web`.sessions_mv ON CLUSTER `analytics`"
     assert [p.split(" ON CLUSTER")[0] for p in pairs[1:]] == [
         f"ALTER TABLE `web`.{table}" for table in ("sessions_local", "sessions", "sessions_local", "sessions")
@@ -139,6 +143,14 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     )
     pair = "ADD COLUMN IF NOT EXISTS `entry_page` SimpleAggregateFunction(min, Tuple(DateTime64(3, 'UTC'), String))"
     assert pair in pairs[3] and pair in pairs[4]
+    # Version 8 adds the indexes finding the sessions a seal left open to each node's sessions, filling nothing.
+    on = "ALTER TABLE `web`.sessions_local ON CLUSTER `analytics`"
+    indexes = [
+        f"{on} ADD INDEX IF NOT EXISTS open_after_log max_log_seq TYPE minmax GRANULARITY 1",
+        f"{on} ADD INDEX IF NOT EXISTS open_after_cutoff last_seen TYPE minmax GRANULARITY 1",
+        f"{on} MATERIALIZE INDEX open_after_log",
+        f"{on} MATERIALIZE INDEX open_after_cutoff",
+    ]
     assert changes == [
         f"ALTER TABLE `web`.sessions_local ON CLUSTER `analytics` {column}",
         f"ALTER TABLE `web`.sessions ON CLUSTER `analytics` {column}",
@@ -146,7 +158,11 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
         *recoded,
         goal_codec,
         *pairs,
+        *indexes,
     ]
+    assert "Distributed('analytics', 'web', 'sealed_sessions_local', cityHash64(session_id))" in created[12]
+    assert "PARTITION BY generation\nORDER BY (site_id, first_seen)" in created[11]
+    assert "ReplicatedMergeTree('/clickhouse/tables/web/{table}', '{replica}')" in created[13]
     assert upgrades[3].index(created[7]) < upgrades[3].index(goal_codec) < upgrades[3].index(created[8])
     assert "ORDER BY (site_id, toDate(timestamp), type, event_name, session_id, timestamp)" in created[7]
     assert upgrades[3].index(changes[2]) < upgrades[3].index(created[6])
@@ -174,13 +190,15 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert upgrades[1].index(fills[0]) > upgrades[1].index(created[5])
     assert upgrades[1].index(fills[2]) > upgrades[1].index(created[9])
     assert upgrades[1].index(fills[4]) > upgrades[1].index(created[10])
-    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (7)"
+    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (8)"
     assert all(upgrade[-1] == final for upgrade in upgrades.values()) and full[-1] == final
     pair_version = [*pairs, created[10], *fills[4:]]
     goal_version = [*created[7:8], goal_codec, *created[8:10], *fills[2:4]]
-    assert upgrades[6] == [*pair_version, final]
-    assert upgrades[5] == [*goal_version, *pair_version, final]
-    assert upgrades[4] == [*recoded, *goal_version, *pair_version, final]
+    seal_version = [*created[11:], *indexes]
+    assert upgrades[7] == [*seal_version, final]
+    assert upgrades[6] == [*pair_version, *seal_version, final]
+    assert upgrades[5] == [*goal_version, *pair_version, *seal_version, final]
+    assert upgrades[4] == [*recoded, *goal_version, *pair_version, *seal_version, final]
     assert [s for s in upgrades[2] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills, final]
     assert [s for s in upgrades[3] if s.startswith(("TRUNCATE", "INSERT"))] == [*fills[2:], final]
 
@@ -206,12 +224,12 @@ def test_chadmin010_the_cluster_fills_give_what_the_migrations_give(chdb_setting
     store.close()
 
 
-@pytest.mark.parametrize("value", ["0", "7", "x", "-1"])
+@pytest.mark.parametrize("value", ["0", "8", "x", "-1"])
 def test_chadmin007_cluster_upgrade_refuses_versions_it_cannot_start_from(capsys, value):
     with pytest.raises(SystemExit) as exit_info:
         main(["clickhouse-schema", "--cluster", "analytics", "--upgrade-from", value])
     assert exit_info.value.code == 2
-    assert "schema version from 1 to 6" in capsys.readouterr().err
+    assert "schema version from 1 to 7" in capsys.readouterr().err
 
 
 def test_chadmin008_upgrade_statements_are_for_clusters_only(capsys):
@@ -240,7 +258,7 @@ def test_chadmin009_on_a_cluster_an_older_schema_stops_the_store_naming_the_upgr
     with pytest.raises(ValueError) as refused:
         ClickHouseEventStore(client, database)
     message = str(refused.value)
-    assert "schema version 1" in message and "needs 7" in message
+    assert "schema version 1" in message and "needs 8" in message
     assert f"sitelens clickhouse-schema --cluster analytics --database {database} --upgrade-from 1" in message
     tables = {
         row[0] for row in client.query("SELECT name FROM system.tables WHERE database = currentDatabase()").result_rows
@@ -391,7 +409,7 @@ def test_chadmin012_merging_the_sessions_table_leaves_one_row_per_session_and_th
     scope = Scope((1,), Window(None, None), ())
     built = build_overview_query(scope, CLICKHOUSE)
     assert built.narrowing is not None
-    from_table = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
+    from_table = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0, **UNSEALED}])
     answer = store.query_dicts(*CLICKHOUSE.bind(from_table))
     # In many small parts the narrowing groups these events; merged into one, it reads the table (for these few
     # events too, here).
@@ -416,3 +434,34 @@ def test_chadmin012_merging_the_sessions_table_leaves_one_row_per_session_and_th
     monkeypatch.setenv("SITELENS_EVENTS_URL", f"duckdb://{tmp_path / 'events.duckdb'}")
     assert main(["clickhouse-merge-sessions", "--data-dir", str(tmp_path)]) == 1
     assert "keeps no parts to merge" in capsys.readouterr().err
+
+
+def test_chadmin013_sealing_writes_the_stopped_sessions_and_reads_take_them_from_the_seal(
+    capsys, chdb_settings, monkeypatch, tmp_path
+):
+    store, _ = open_event_store(chdb_settings)
+    rows = random_events(random.Random(6), 300)
+    store.append(rows_to_table(rows))
+    assert store.current_seal() is None
+    store.close()
+    monkeypatch.setenv("SITELENS_EVENTS_URL", chdb_settings.events_url)
+    assert main(["clickhouse-seal-sessions", "--data-dir", str(chdb_settings.data_dir)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["full"] and result["seal"] == 1 and result["sessions"] == 300 and result["seconds"] >= 0
+    # The events are months old: every session is sealed, and reads find nothing open.
+    assert main(["clickhouse-seal-sessions", "--data-dir", str(chdb_settings.data_dir)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert not again["full"] and again["seal"] == 2 and again["sessions"] == 0
+    store, _ = open_event_store(chdb_settings)
+    try:
+        assert finished(store) == duckdb_facts(rows)
+        monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 1)
+        built = build_overview_query(Scope((1,), Window(None, None)), CLICKHOUSE)
+        assert built.narrowing is not None
+        made = built.narrowing.then(store.query_dicts(*CLICKHOUSE.bind(built.narrowing.first)))
+        assert "FROM sealed_sessions" in made.sql
+    finally:
+        store.close()
+    monkeypatch.setenv("SITELENS_EVENTS_URL", f"duckdb://{tmp_path / 'events.duckdb'}")
+    assert main(["clickhouse-seal-sessions", "--data-dir", str(tmp_path)]) == 1
+    assert "keeps no sealed sessions" in capsys.readouterr().err

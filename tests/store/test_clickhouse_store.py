@@ -32,7 +32,7 @@ from api_backend.store.events import EVENT_COLUMNS, QueryRejectedError, QueryToo
 from api_backend.store.open import open_event_store, parse_events_url
 from api_backend.store.writer import BatchWriter
 from tests.support import REPO_ROOT, free_port, make_account, make_site
-from tests.support.clickhouse import chdb_url
+from tests.support.clickhouse import UNSEALED, chdb_url
 
 BROWSER = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
@@ -195,11 +195,27 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
     assert session_types["exit_page"] == "SimpleAggregateFunction(max, Tuple(DateTime64(3, 'UTC'), String))"
     assert session_types["channel"] == "SimpleAggregateFunction(min, Tuple(Int64, String))"
     assert not [name for name, typ in session_types.items() if typ.startswith("AggregateFunction")]
-    assert store.schema_version == 7
+    # The sealed sessions, one generation a partition, by site and first event, with plain values (version 8); the
+    # indexes finding the sessions a seal left open.
+    (sealed_table,) = chdb_client.query(
+        "SELECT partition_key, sorting_key FROM system.tables WHERE database = {db:String} "
+        "AND name = 'sealed_sessions'",
+        parameters={"db": chdb_database},
+    ).result_rows
+    assert sealed_table == ("generation", "site_id, first_seen")
+    sealed_types = _column_types(chdb_client, chdb_database, "sealed_sessions")
+    assert sealed_types["channel"] == "LowCardinality(String)" and sealed_types["referrer"] == "String"
+    assert sealed_types["user_number"] == "Nullable(UInt64)" and sealed_types["users"] == "Array(String)"
+    indexes = chdb_client.query(
+        "SELECT table, expr FROM system.data_skipping_indices WHERE database = {db:String} ORDER BY table, expr",
+        parameters={"db": chdb_database},
+    ).result_rows
+    assert indexes == [("sealed_sessions", "last_seen"), ("sessions", "last_seen"), ("sessions", "max_log_seq")]
+    assert store.schema_version == 8
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 7
-    assert store.query("SELECT count() FROM sitelens_schema") == [(7,)]
+    assert again.schema_version == 8
+    assert store.query("SELECT count() FROM sitelens_schema") == [(8,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):
@@ -500,7 +516,7 @@ def test_chstore020_upgrading_to_version_5_stores_new_times_with_t64_and_reads_t
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 7
+    assert upgraded.schema_version == 8
     codecs = (
         "SELECT table, compression_codec FROM system.columns WHERE database = currentDatabase() "
         "AND name = 'timestamp' AND table IN ('events', 'error_events')"
@@ -564,7 +580,9 @@ def test_chstore021_a_read_bounded_by_time_reads_the_days_it_covers(store):
     ):
         queries.append(query)
         if query.narrowing is not None:  # both forms: the window's events, and the table with the edges' events
-            queries += [query.narrowing.then([{"events": n, "sessions": 0, "merged": 1.0}]) for n in (1, 10**9)]
+            queries += [
+                query.narrowing.then([{"events": n, "sessions": 0, "merged": 1.0, **UNSEALED}]) for n in (1, 10**9)
+            ]
     # Each of those tables holds every row of a type or all of them: a third of the events, or all of them.
     per_day = {"events": 3 * sessions, "goal_events": sessions, "error_events": sessions}
     granule = 8192

@@ -43,6 +43,7 @@ from api_backend.query.sessions import (
 from api_backend.query.sql import Query
 from api_backend.query.usage import build_usage_query
 from api_backend.query.window import Window
+from tests.support.clickhouse import UNSEALED
 
 # Spellings only DuckDB understands (each would fail or mean something else on ClickHouse).
 DUCKDB_ONLY = re.compile(
@@ -149,7 +150,7 @@ def test_dialect001_no_spelling_of_the_other_engine(d: Dialect) -> None:
         # (``facts.facts_where_cheaper``); on DuckDB the form without spans to narrow to (``facts.merge_spans``).
         forms = [query]
         if query.narrowing is not None:
-            rows = [{"events": 10**9, "sessions": 0, "merged": 1.0}] if d.merged_sessions else []
+            rows = [{"events": 10**9, "sessions": 0, "merged": 1.0, **UNSEALED}] if d.merged_sessions else []
             forms += [query.narrowing.first, query.narrowing.then(rows)]
         for form in forms:
             sql, _ = d.bind(form)

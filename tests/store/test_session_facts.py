@@ -47,6 +47,7 @@ from api_backend.store.eventlog import EventLog
 from api_backend.store.events import rows_to_table
 from api_backend.store.sessions import OPENED_SLACK, build_sessions_upsert
 from api_backend.store.writer import BatchWriter
+from tests.support.clickhouse import UNSEALED
 
 SITES = (1, 2, 3)
 START = datetime(2026, 3, 1)  # the data spans the EU and US daylight-saving changes of March 2026
@@ -331,7 +332,7 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
     for parameter in ("channel", "pathname"):
         shared = build_metric_query(Scope((1,), window), parameter, 10, 0, CLICKHOUSE)
         assert shared.narrowing is not None
-        picked = shared.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
+        picked = shared.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0, **UNSEALED}])
         assert "FROM sessions" in picked.sql
     # A goal's breakdown by another parameter of events groups the events there; its breakdown by a session-level
     # parameter or the path, its sessions and the pages of sessions pick between the table and the grouping as the
@@ -346,7 +347,7 @@ def test_facts011_engines_without_the_table_and_row_filters_group_events():
         build_session_page_query(whole_week, 25, 0, CLICKHOUSE),
     ):
         assert shared.narrowing is not None
-        picked = shared.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
+        picked = shared.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0, **UNSEALED}])
         assert "FROM sessions AS stored FINAL" in picked.sql
     rows = parse_filters(json.dumps([{"parameter": "event_name", "type": "equals", "value": ["signup"]}]))
     scope = Scope((1,), window, rows, frozenset({"event_name"}))

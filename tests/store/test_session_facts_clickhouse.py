@@ -66,7 +66,7 @@ from tests.store.test_session_facts import (
     random_events,
     random_scope,
 )
-from tests.support.clickhouse import SECRET, chdb_url, crash_before_position, drop_database, fresh_database
+from tests.support.clickhouse import SECRET, UNSEALED, chdb_url, crash_before_position, drop_database, fresh_database
 
 COLUMNS = (
     "site_id, session_id, first_seen, last_seen, pageviews, events, user_value, users, entry_page, exit_page, channel, "
@@ -119,7 +119,7 @@ def test_chfacts002_upgrading_a_database_fills_the_table_from_its_events(chdb_se
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == len(MIGRATIONS) == 7
+    assert upgraded.schema_version == len(MIGRATIONS) == 8
     assert finished(upgraded) == duckdb_facts(rows)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(13), 20)]
     upgraded.append(rows_to_table(more))  # and the view keeps it from then on
@@ -142,7 +142,7 @@ def test_chfacts010_upgrading_to_version_4_gives_the_stored_sessions_their_paths
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 7
+    assert upgraded.schema_version == 8
     assert finished(upgraded) == duckdb_facts(rows)
     assert any(row[-1] for row in finished(upgraded))  # sessions with pageviews list their paths
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(17), 20)]
@@ -172,7 +172,7 @@ def test_chfacts019_upgrading_to_version_7_turns_the_states_into_pairs(chdb_sett
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 7
+    assert upgraded.schema_version == 8
     assert dict(upgraded.query(types))["entry_page"].startswith("SimpleAggregateFunction(min, Tuple(")
     assert finished(upgraded) == before == duckdb_facts(rows)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(19), 20)]
@@ -330,9 +330,9 @@ def test_chfacts006_overview_and_session_values_from_the_merged_table_equal_the_
         )
         narrowing = built.narrowing
         assert built.reads_sessions and narrowing is not None
-        facts = narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
+        facts = narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0, **UNSEALED}])
         assert "FROM sessions AS stored FINAL" in facts.sql and "FROM sessions" not in events.sql
-        assert narrowing.then([{"events": FACTS_MIN_EVENTS - 1, "sessions": 0, "merged": 0.0}]) == events
+        assert narrowing.then([{"events": FACTS_MIN_EVENTS - 1, "sessions": 0, "merged": 0.0, **UNSEALED}]) == events
         want = _answers(duck, DUCKDB, duckdb_query)
         assert_same(_answers(chdb, CLICKHOUSE, facts), want, context)
         then = narrowing.then
@@ -369,7 +369,7 @@ def test_chfacts008_the_table_is_read_for_windows_of_many_events_or_on_a_merged_
         (MERGED_MIN_EVENTS, 0, None, False),
         (MERGED_MIN_EVENTS, MERGED_MIN_EVENTS // 2 + 1, 1.0, False),
     ):
-        row = {"events": events, "sessions": rows, "merged": merged}
+        row = {"events": events, "sessions": rows, "merged": merged, **UNSEALED}
         assert (facts in built.narrowing.then([row]).sql) == table, row
         for query in alike:
             assert query.narrowing is not None and (facts in query.narrowing.then([row]).sql) == table, row
@@ -392,7 +392,7 @@ def test_chfacts007_a_read_between_the_events_and_their_sessions_rows_answers_sh
     scope = Scope((1,), Window(None, None), ())
     built, events = build_overview_query(scope, CLICKHOUSE), build_overview_events_query(scope, CLICKHOUSE)
     assert built.reads_sessions and not events.reads_sessions and built.narrowing is not None
-    whole = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
+    whole = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0, **UNSEALED}])
     cache = ResultCache(CLICKHOUSE, stamp=chdb_store.write_stamp)
     between: list[list[dict[str, Any]]] = []
 
@@ -442,7 +442,7 @@ def test_chfacts009_either_form_is_keyed_on_the_windows_rows_and_found_for_the_p
         cache = ResultCache(CLICKHOUSE, stamp=chdb_store.write_stamp)
         got = cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
         assert_same(got, want, share)
-        assert sent[0].startswith("SELECT (SELECT count(*) FROM events") and "system.parts" in sent[0]
+        assert "FROM session_seals" in sent[0] and "system.parts" in sent[0]
         key, answer = sent[1], sent[2]
         assert key == window_version_query(scope.site_ids, scope.window, CLICKHOUSE).sql
         assert "sessions" not in key and "goal_events" in key and "error_events" in key
@@ -559,7 +559,9 @@ def test_chfacts012_the_metric_counts_its_values_from_the_kept_counts_not_by_a_s
     built = build_metric_query(scope, parameter, 100, 0, CLICKHOUSE)
     forms = [built]
     if built.narrowing is not None:
-        forms += [built.narrowing.then([{"events": least, "sessions": 0, "merged": 0.0}]) for least in (1, 10**9)]
+        forms += [
+            built.narrowing.then([{"events": least, "sessions": 0, "merged": 0.0, **UNSEALED}]) for least in (1, 10**9)
+        ]
     for query in forms:
         assert "agg AS MATERIALIZED" in query.sql
         assert not re.search(r"\(SELECT count\(\*\) FROM (agg|per|every)\)", query.sql)
@@ -581,7 +583,9 @@ def test_chfacts013_the_goal_breakdown_counts_its_values_in_a_join_not_by_a_subq
     built = build_goal_breakdown_query(scope, GoalSpec(1, "event", {"eventName": "signup"}), parameter, CLICKHOUSE)
     forms = [built]
     if built.narrowing is not None:
-        forms += [built.narrowing.then([{"events": least, "sessions": 0, "merged": 0.0}]) for least in (1, 10**9)]
+        forms += [
+            built.narrowing.then([{"events": least, "sessions": 0, "merged": 0.0, **UNSEALED}]) for least in (1, 10**9)
+        ]
     for query in forms:
         assert not re.search(r"\(SELECT count\(\*\) FROM (grouped|conv|every_value)\)", query.sql)
         assert re.search(r"(grouped|every_value) AS MATERIALIZED", query.sql)

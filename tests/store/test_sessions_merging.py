@@ -28,6 +28,7 @@ from api_backend.store.merging import MERGE_BELOW, SessionsMergeSchedule
 from tests.store.test_session_facts import random_events
 from tests.store.test_session_facts_clickhouse import finished
 from tests.support import wait_until
+from tests.support.clickhouse import UNSEALED
 
 
 class Clock:
@@ -64,7 +65,7 @@ def _overview(store: Any) -> list[dict[str, Any]]:
     """The overview of every event, read from the table whatever its parts."""
     built = build_overview_query(Scope((1,), Window(None, None), ()), CLICKHOUSE)
     assert built.narrowing is not None
-    from_table = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0}])
+    from_table = built.narrowing.then([{"events": FACTS_MIN_EVENTS, "sessions": 0, "merged": 0.0, **UNSEALED}])
     assert from_table.reads_sessions
     return store.query_dicts(*CLICKHOUSE.bind(from_table))
 

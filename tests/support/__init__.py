@@ -43,9 +43,10 @@ def store_options(event_store: str, request: Any) -> dict[str, str]:
     from tests.support.clickhouse import chdb_url, fresh_database
 
     path = request.getfixturevalue("chdb_path")
-    # No daily merge of the sessions table: a test's parts stay as it made them, whatever the hour it runs at.
+    # No daily merge of the sessions table: a test's parts stay as it made them, whatever the hour it runs at. No
+    # seals either: a test seals when it reads sealed sessions (``ClickHouseEventStore.seal_sessions``).
     events_url = chdb_url(path, fresh_database(request.getfixturevalue("chdb_client")))
-    return {"events_url": events_url, "clickhouse_merge_hour": "off"}
+    return {"events_url": events_url, "clickhouse_merge_hour": "off", "clickhouse_seal_seconds": "off"}
 
 
 def free_port() -> int:

@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from api_backend.query.facts import NO_CUTOFF
 from api_backend.services import Services, open_services
 from api_backend.settings import Settings, load_settings
 from api_backend.store.eventlog import EventLog
@@ -26,6 +27,7 @@ from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
 
 __all__ = [
+    "UNSEALED",
     "chdb_client",
     "chdb_database",
     "chdb_path",
@@ -82,16 +84,23 @@ def chdb_database(chdb_client: Any) -> Iterator[str]:
     drop_database(chdb_client, name)
 
 
+# The narrowing's columns of a store with no seal to read (``query.facts.facts_where_cheaper``), for tests that give
+# a narrowing its rows by hand.
+UNSEALED: dict[str, Any] = {"seal": (0, 0, NO_CUTOFF), "opened": (0, NO_CUTOFF)}
+
+
 @pytest.fixture
 def chdb_settings(tmp_path: Path, chdb_path: Path, chdb_database: str) -> Settings:
     """Settings of a fresh sitelens whose events live in ``chdb_database`` (metadata in SQLite under ``tmp_path``),
-    without the daily merge of its sessions table (a test's parts stay as it made them, whatever the hour)."""
+    without the daily merge of its sessions table (a test's parts stay as it made them, whatever the hour) and
+    without seals (a test seals when it reads sealed sessions)."""
     return load_settings(
         {},
         data_dir=str(tmp_path / "data"),
         secret_key=SECRET,
         events_url=chdb_url(chdb_path, chdb_database),
         clickhouse_merge_hour="off",
+        clickhouse_seal_seconds="off",
     )
 
 

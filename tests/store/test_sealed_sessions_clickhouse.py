@@ -1,0 +1,346 @@
+"""The ClickHouse store's sealed sessions (``sealed_sessions``, schema version 8): a seal writes each session that
+stopped before its cutoff finished, once; reads take those rows as they are and merge only the sessions the seal left
+open (an event after its log position, or one at or after its cutoff), and give the numbers of the event grouping
+and of DuckDB on random windows, zones, buckets, goals and filters. Direct writes undo the seal until a full one;
+a seal that never got recorded leaves nothing behind; deleting a site deletes its sealed rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from api_backend.ingest.sessions import SESSION_TIMEOUT, STAMP_LEAD
+from api_backend.query import facts as facts_module
+from api_backend.query.dialect import CLICKHOUSE, DUCKDB
+from api_backend.query.facts import NO_CUTOFF
+from api_backend.query.filters import SESSION_PARAMETERS
+from api_backend.query.overview import build_overview_events_query, build_overview_query
+from api_backend.query.scope import Scope
+from api_backend.query.sql import Query
+from api_backend.query.window import Window
+from api_backend.services import SEAL_IDLE, open_services
+from api_backend.settings import load_settings
+from api_backend.store.clickhouse import ClickHouseEventStore, Seal
+from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.events import rows_to_table
+from api_backend.store.open import open_event_store
+from api_backend.store.sealing import SessionsSealSchedule
+from tests.store.test_session_facts import BUCKETS, GOALS, START, assert_same, random_events, random_scope
+from tests.store.test_session_facts_clickhouse import _shared_reads, finished
+from tests.support import wait_until
+from tests.support.clickhouse import SECRET, chdb_url, drop_database, fresh_database
+
+# The data spans 35 days from START; the seal's cutoff and the later log record split it.
+CUTOFF = START + timedelta(days=24)
+LATER = START + timedelta(days=26)
+
+
+def _sealed_rows(store: ClickHouseEventStore, generation: int | None = None) -> list[tuple[Any, ...]]:
+    """The sealed rows of ``generation`` (the current one by default) in ``finished``'s columns and order."""
+    if generation is None:
+        seal = store.current_seal()
+        assert seal is not None
+        generation = seal.generation
+    columns = (
+        "site_id, session_id, first_seen, last_seen, pageviews, events, user_value, users, entry_page, exit_page, "
+        "channel, browser, browser_version, operating_system, operating_system_version, device_type, language, "
+        "country, region, city, dimensions, hostname, referrer, utm_source, utm_medium, utm_campaign, utm_term, "
+        "utm_content, pathnames"
+    )
+    rows = store.query(
+        f"SELECT {columns} FROM sealed_sessions WHERE generation = {{g:UInt32}} ORDER BY site_id, session_id",
+        {"g": generation},
+    )
+    return [tuple(sorted(v) if isinstance(v, list) else v for v in row) for row in rows]
+
+
+def _narrowed(store: ClickHouseEventStore, query: Query) -> tuple[list[dict[str, Any]], Query]:
+    """The rows of ``query`` through its narrowing, as the event reader runs it, and the query the narrowing made."""
+    assert query.narrowing is not None
+    made: list[Query] = []
+
+    def then(rows: list[dict[str, Any]]) -> tuple[str, Any]:
+        made.append(query.narrowing.then(rows))  # type: ignore[union-attr]
+        return CLICKHOUSE.bind(made[0])
+
+    return store.query_dicts_then(*CLICKHOUSE.bind(query.narrowing.first), then), made[0]
+
+
+@pytest.fixture(scope="module")
+def sealed_stores(chdb_client: Any, chdb_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """1500 random sessions in a ClickHouse store and in DuckDB. ClickHouse gets the events before ``LATER`` as log
+    record 1 and seals at ``CUTOFF``; then record 2 brings the rest, and a later event of a few sessions sealed
+    already. So reads meet sealed sessions, sessions open by the cutoff, by the log, and sealed ones open again."""
+    name = fresh_database(chdb_client)
+    data_dir = tmp_path_factory.mktemp("sealed") / "data"
+    settings = load_settings({}, data_dir=str(data_dir), secret_key=SECRET, events_url=chdb_url(chdb_path, name))
+    store, _ = open_event_store(settings)
+    rng = random.Random(20261201)
+    rows = random_events(rng, 1500)
+    early = [r for r in rows if r["timestamp"] < LATER]
+    store.append(rows_to_table(early), log_seq=1)
+    first = store.seal_sessions(CUTOFF)
+    sealed_ids = sorted({r["session_id"] for r in early if r["timestamp"] < CUTOFF - timedelta(hours=2)})
+    reopened = [
+        {
+            **next(r for r in early if r["session_id"] == sid),
+            "timestamp": LATER + timedelta(hours=n),
+            "type": "pageview",
+        }
+        for n, sid in enumerate(rng.sample(sealed_ids, 12))
+    ]
+    rows += reopened
+    store.append(rows_to_table([r for r in rows if r["timestamp"] >= LATER]), log_seq=2)
+    duck = DuckDBEventStore(":memory:")
+    duck.append(rows_to_table(rows))
+    yield store, duck, rows, first, {r["session_id"] for r in reopened}
+    store.close()
+    drop_database(chdb_client, name)
+
+
+def test_seal001_a_first_seal_writes_every_session_stopped_before_its_cutoff_finished(sealed_stores):
+    store, duck, rows, first, _ = sealed_stores
+    assert first["full"] and first["generation"] == 1 and first["seal"] == 1
+    early = [r for r in rows if r["timestamp"] < LATER]
+    last = {}
+    for r in early:
+        key = (r["site_id"], r["session_id"])
+        last[key] = max(last.get(key, r["timestamp"]), r["timestamp"])
+    stopped = {key for key, at in last.items() if at < CUTOFF}
+    assert first["sessions"] == len(stopped) > 500
+    early_duck = DuckDBEventStore(":memory:")
+    early_duck.append(rows_to_table(early))
+    want = [row for row in finished(early_duck) if (row[0], row[1]) in stopped]
+    assert _sealed_rows(store) == want
+    assert store.current_seal() == Seal(1, 1, 1, CUTOFF)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_seal002_reads_of_the_sealed_and_open_sessions_equal_the_events_and_duckdb(sealed_stores, seed, monkeypatch):
+    """Every read taking whole sessions from the table reads the sealed rows where the narrowing finds a seal: the
+    answers equal the event grouping's and DuckDB's on random windows, zones, buckets, goals and filters."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)  # these few events are read from the seal too
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))  # however many are open
+    store, duck, _, _, _ = sealed_stores
+    rng = random.Random(9100 + seed)
+    scope = random_scope(rng, seed)
+    parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
+    bucket = rng.choice(BUCKETS)
+    goal = GOALS[seed % len(GOALS)]
+    context = (parameter, bucket, goal, scope)
+    for builder, events_builder, args in _shared_reads(scope, parameter, bucket, goal):
+        want = store.query_dicts(*CLICKHOUSE.bind(events_builder(*args, CLICKHOUSE)))
+        assert_same(want, duck.query_dicts(*DUCKDB.bind(builder(*args, DUCKDB))), context)
+        got, made = _narrowed(store, builder(*args, CLICKHOUSE))
+        assert "FROM sealed_sessions" in made.sql, context
+        assert_same(got, want, context)
+
+
+def test_seal003_the_next_seal_writes_the_sessions_left_open_and_seals_the_reopened_ones_again(
+    chdb_settings, monkeypatch
+):
+    """A later seal writes only the sessions the one before left open: those with events after its log position
+    or at or after its cutoff, now stopped. A sealed session that got an event anyway loses its row and is sealed
+    anew with all its events. Sessions still active stay open."""
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(5), 400)
+        early = [r for r in rows if r["timestamp"] < LATER]
+        store.append(rows_to_table(early), log_seq=1)
+        store.seal_sessions(CUTOFF)
+        old = next(r for r in early if r["timestamp"] < CUTOFF - timedelta(hours=2))
+        again = {**old, "timestamp": LATER + timedelta(hours=1)}
+        later = [*(r for r in rows if r["timestamp"] >= LATER), again]
+        store.append(rows_to_table(later), log_seq=2)
+        end = START + timedelta(days=40)
+        second = store.seal_sessions(end)
+        assert not second["full"] and second["generation"] == 1 and second["seal"] == 2
+        everything = DuckDBEventStore(":memory:")
+        everything.append(rows_to_table([*rows, again]))
+        assert _sealed_rows(store) == finished(everything)
+        assert store.current_seal() == Seal(2, 1, 2, end)
+        # A seal with nothing open writes nothing; a cutoff never goes back.
+        third = store.seal_sessions(end - timedelta(days=30))
+        assert third["sessions"] == 0 and store.current_seal() == Seal(3, 1, 2, end)
+    finally:
+        store.close()
+
+
+def test_seal004_a_direct_write_undoes_the_seal_until_a_full_one_writes_a_new_generation(chdb_settings):
+    """Rows of no log record are not found by the seal's position: a direct write records a seal holding no
+    sessions, reads then merge the table, and the next seal writes every stopped session again, in a new generation
+    whose partition replaces the old one's a seal later."""
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(6), 300)
+        store.append(rows_to_table(rows[:200]), log_seq=1)
+        store.seal_sessions(START + timedelta(days=40))
+        store.append(rows_to_table(rows[200:]))
+        current = store.current_seal()
+        assert current == Seal(2, 2, 1, NO_CUTOFF)
+        scope = Scope((1,), Window(START, START + timedelta(days=40), "UTC", mode="datetime"), ())
+        _, made = _narrowed(store, build_overview_query(scope, CLICKHOUSE))
+        assert "sealed_sessions" not in made.sql
+        full = store.seal_sessions(START + timedelta(days=40))
+        assert full["full"] and full["generation"] == 2
+        everything = DuckDBEventStore(":memory:")
+        everything.append(rows_to_table(rows))
+        assert _sealed_rows(store) == finished(everything)
+        assert _sealed_rows(store, generation=1)  # kept while a read may still hold the seal before
+        store.seal_sessions(START + timedelta(days=40))
+        assert not _sealed_rows(store, generation=1)
+    finally:
+        store.close()
+
+
+def test_seal005_a_seal_never_recorded_leaves_no_rows_after_a_restart(chdb_settings):
+    store, _ = open_event_store(chdb_settings)
+    rows = random_events(random.Random(7), 200)
+    store.append(rows_to_table(rows), log_seq=1)
+    real = store.client.command
+
+    def stop_before_the_record(sql: str, *args: Any, **kwargs: Any) -> Any:
+        if sql.startswith("INSERT INTO session_seals"):
+            raise ConnectionError("the process stopped")
+        return real(sql, *args, **kwargs)
+
+    store.client.command = stop_before_the_record
+    with pytest.raises(ConnectionError):
+        store.seal_sessions(START + timedelta(days=40))
+    store.client.command = real
+    assert store.query("SELECT count() FROM sealed_sessions")[0][0] > 0
+    store.close()
+    reopened, _ = open_event_store(chdb_settings)
+    try:
+        assert reopened.query("SELECT count() FROM sealed_sessions") == [(0,)]
+        assert reopened.current_seal() is None
+        assert reopened.seal_sessions(START + timedelta(days=40))["full"]
+    finally:
+        reopened.close()
+
+
+def test_seal006_deleting_a_site_deletes_its_sealed_sessions_and_a_range_undoes_the_seal(chdb_settings):
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(8), 300)
+        store.append(rows_to_table(rows), log_seq=1)
+        store.seal_sessions(START + timedelta(days=40))
+        sites = {site for (site,) in store.query("SELECT DISTINCT site_id FROM sealed_sessions")}
+        assert 1 in sites and len(sites) > 1
+        store.delete_site(1)
+        assert {site for (site,) in store.query("SELECT DISTINCT site_id FROM sealed_sessions")} == sites - {1}
+        store.delete_range(2, START, START + timedelta(days=1))
+        seal = store.current_seal()
+        assert seal is not None and seal.cutoff == NO_CUTOFF
+    finally:
+        store.close()
+
+
+def test_seal007_the_overview_reads_a_seal_only_where_one_is_worth_reading(chdb_settings):
+    """The narrowing takes the sealed rows for a window of many events with few sessions left open; not before the
+    first seal, after one a direct write undid, for a small window, or with most of the window's sessions open."""
+    store, _ = open_event_store(chdb_settings)
+    try:
+        scope = Scope((1,), Window(START, START + timedelta(days=40), "UTC", mode="datetime"), ())
+        built = build_overview_query(scope, CLICKHOUSE)
+        assert built.narrowing is not None
+
+        def picks(events: int, seal: tuple[Any, ...], opened: tuple[int, datetime]) -> bool:
+            row = {"events": events, "sessions": 0, "merged": 1.0, "seal": seal, "opened": opened}
+            return "FROM sealed_sessions" in built.narrowing.then([row]).sql  # type: ignore[union-attr]
+
+        many = facts_module.SEALED_MIN_EVENTS
+        seal, none_open = (3, 10, CUTOFF), (0, NO_CUTOFF)
+        assert picks(many, seal, none_open)
+        assert picks(many, seal, (int(many * facts_module.SEALED_OPEN_SHARE), START))
+        assert not picks(many, (0, 0, NO_CUTOFF), none_open)  # no seal yet
+        assert not picks(many, (3, 10, NO_CUTOFF), none_open)  # undone by a direct write
+        assert not picks(many - 1, seal, none_open)
+        assert not picks(many, seal, (int(many * facts_module.SEALED_OPEN_SHARE) + 1, START))
+        # On a store with no seal, the narrowing itself finds none.
+        rows = random_events(random.Random(9), 50)
+        store.append(rows_to_table(rows), log_seq=1)
+        got, made = _narrowed(store, built)
+        assert "sealed_sessions" not in made.sql
+        assert_same(got, store.query_dicts(*CLICKHOUSE.bind(build_overview_events_query(scope, CLICKHOUSE))), scope)
+    finally:
+        store.close()
+
+
+def test_seal008_the_schedule_seals_at_start_and_every_interval_and_outlives_a_failure(chdb_settings, caplog):
+    store, _ = open_event_store(chdb_settings)
+    clock = [START + timedelta(days=10)]
+    schedule = SessionsSealSchedule(store, 0.05, timedelta(minutes=35), now=lambda: clock[0])
+    try:
+        store.append(rows_to_table(random_events(random.Random(10), 200)), log_seq=1)
+        failing = {"left": 2}
+        real = store.seal_sessions
+
+        def seal(cutoff: datetime) -> dict[str, Any]:
+            if failing["left"]:
+                failing["left"] -= 1
+                raise ConnectionError("the server went away")
+            return real(cutoff)
+
+        store.seal_sessions = seal  # type: ignore[method-assign]
+        schedule.start()
+        wait_until(lambda: (store.current_seal() or Seal(0, 0, 0, NO_CUTOFF)).seal >= 2)
+        assert "sealing the ClickHouse sessions failed" in caplog.text
+        current = store.current_seal()
+        assert current is not None and current.cutoff == START + timedelta(days=10) - timedelta(minutes=35)
+    finally:
+        schedule.close()
+        store.close()
+    assert schedule._thread is None
+
+
+def test_seal009_a_server_on_clickhouse_seals_by_its_settings(chdb_settings, tmp_path):
+    with_seals = dataclasses.replace(chdb_settings, clickhouse_seal_seconds=30)
+    services = open_services(with_seals)
+    try:
+        assert services.sealing is not None and services.sealing.interval == 30
+        assert services.sealing.idle == SEAL_IDLE > SESSION_TIMEOUT + STAMP_LEAD
+        wait_until(lambda: services.sealing is not None and services.sealing.store.current_seal() is not None)
+    finally:
+        services.close()
+    services = open_services(chdb_settings)  # `off`
+    try:
+        assert services.sealing is None
+    finally:
+        services.close()
+    duckdb_settings = load_settings({}, data_dir=str(tmp_path / "duck"), secret_key="k" * 20)
+    services = open_services(duckdb_settings)
+    try:
+        assert duckdb_settings.clickhouse_seal_seconds == 60 and services.sealing is None
+    finally:
+        services.close()
+
+
+def test_seal010_a_seal_that_failed_leaves_no_rows_twice_when_the_next_one_runs(chdb_settings):
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(11), 200)
+        store.append(rows_to_table(rows), log_seq=1)
+        real = store.client.command
+
+        def refuse_the_record(sql: str, *args: Any, **kwargs: Any) -> Any:
+            if sql.startswith("INSERT INTO session_seals"):
+                raise ConnectionError("the server went away")
+            return real(sql, *args, **kwargs)
+
+        store.client.command = refuse_the_record
+        with pytest.raises(ConnectionError):
+            store.seal_sessions(START + timedelta(days=40))
+        store.client.command = real
+        assert store.seal_sessions(START + timedelta(days=40))["sessions"] == 200
+        everything = DuckDBEventStore(":memory:")
+        everything.append(rows_to_table(rows))
+        assert _sealed_rows(store) == finished(everything)
+    finally:
+        store.close()
