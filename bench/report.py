@@ -336,6 +336,12 @@ def _scale(scale: dict[str, Any]) -> list[str]:
                 f"its sessions table merged from {merge['parts_before']} parts into {merge['parts_after']} "
                 f"(`sitelens clickhouse-merge-sessions`) in {merge['seconds']:,.0f} s"
             )
+        if b.get("clickhouse_sessions_seal"):
+            seal = b["clickhouse_sessions_seal"]
+            facts.append(
+                f"its {seal['sessions']:,} sessions sealed (`sitelens clickhouse-seal-sessions`) in "
+                f"{seal['seconds']:,.0f} s"
+            )
         for s in stores:
             if (b.get(s) or {}).get("peak_rss_bytes"):
                 facts.append(f"{_STORES[s]} server peak RSS {_mb(b[s]['peak_rss_bytes'])}")

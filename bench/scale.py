@@ -8,7 +8,8 @@ before (its start moved one more day before the seeded data, as the dashboard bl
 result cache has no answer), and once more for the last window (answered from the result cache). So each uncached
 figure is the route's own queries plus the HTTP round trip, the cost a site owner waits for on a live window.
 Then the same on a copy of the events in a ClickHouse store (chdb, ``sitelens migrate-events``; its sessions
-table then merged into one part by ``sitelens clickhouse-merge-sessions``, as its operator would) unless
+table then merged into one part by ``sitelens clickhouse-merge-sessions``, as its operator would, and its sessions
+sealed by ``sitelens clickhouse-seal-sessions``, as a server does soon after it starts) unless
 ``--duckdb-only``. With ``--events-url`` only the server on ``--data-dir`` with that event store is timed (a
 ClickHouse store copied before, such as ``chdb://<dir>/chdb``, so a change is measured without copying again).
 Prints one JSON object (per store and route: median and best ms of the answered requests, the
@@ -214,6 +215,20 @@ def merge_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout))
 
 
+def seal_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
+    """Seal the copy's sessions (``sitelens clickhouse-seal-sessions``): a server seals them soon after it starts,
+    and the reads take whole sessions from the seal once it is written. Returns the command's JSON."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")} | {"SITELENS_EVENTS_URL": url}
+    done = subprocess.run(
+        [*sitelens_command(), "clickhouse-seal-sessions", "--data-dir", str(ch_dir)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(done.stdout))
+
+
 def run_scale(
     data_dir: Path, work_dir: Path, runs: int, log: Callable[[str], None] = _log, *, clickhouse: bool = True
 ) -> dict[str, Any]:
@@ -230,7 +245,9 @@ def run_scale(
         result["clickhouse_store_load"] = {"seconds": seconds}
         log(f"    {seconds:.0f} s; merging its sessions table (`sitelens clickhouse-merge-sessions`)")
         result["clickhouse_sessions_merge"] = merge_sessions(ch_dir, url)
-        log(f"    {result['clickhouse_sessions_merge']['seconds']:.0f} s; ClickHouse store")
+        log(f"    {result['clickhouse_sessions_merge']['seconds']:.0f} s; sealing its sessions")
+        result["clickhouse_sessions_seal"] = seal_sessions(ch_dir, url)
+        log(f"    {result['clickhouse_sessions_seal']['seconds']:.0f} s; ClickHouse store")
         try:
             result["clickhouse"] = measure(ch_dir, runs, log, env={"SITELENS_EVENTS_URL": url})
         finally:
