@@ -71,8 +71,11 @@ class ProgressBar:
             self.stream.flush()
 
 
-def open_event_services(settings: Settings) -> Services:
-    """Open the stores, turning a damaged, missing or locked store into one clear ``CommandError`` line."""
+def open_event_services(settings: Settings, *, serving: bool = False) -> Services:
+    """Open the stores, turning a damaged, missing or locked store into one clear ``CommandError`` line.
+
+    ``serving`` is for ``sitelens serve`` and ``demo``: only a server runs the daily merge and the seals of a
+    ClickHouse store; a command opens the stores for its own job."""
     import duckdb
 
     from api_backend.services import open_services
@@ -80,8 +83,9 @@ def open_event_services(settings: Settings) -> Services:
     from api_backend.store.startup import StoreStartupError
 
     try:
-        # A command opens the stores for its own job: the merge and the seals of a ClickHouse store are the server's.
-        return open_services(dataclasses.replace(settings, clickhouse_merge_hour=None, clickhouse_seal_seconds=None))
+        if not serving:
+            settings = dataclasses.replace(settings, clickhouse_merge_hour=None, clickhouse_seal_seconds=None)
+        return open_services(settings)
     except ValueError as exc:  # an events URL this build cannot open
         raise CommandError(str(exc)) from None
     except (StoreStartupError, LogCorruptError) as exc:  # a damaged or missing store: the message says what to do

@@ -34,7 +34,7 @@ def _run_server(settings: Settings, host: str, port: int) -> None:
     from sitelens.mount import create_combined_app
 
     # Opened here rather than by the app, so a damaged or missing store is one line on stderr, not a traceback.
-    services = backend_cli.open_event_services(settings)
+    services = backend_cli.open_event_services(settings, serving=True)
     try:
         app = create_combined_app(settings, services)
         shown = f"http://{display_host(host)}:{port}"

@@ -81,9 +81,11 @@ class SessionsSealSchedule:
         return result
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        # The first seal runs even where ``close`` came before it: a server that started has sealed once.
+        while True:
             try:
                 self.seal()
             except Exception:  # a server gone for a moment: reads merge the table meanwhile
                 log.exception("sealing the ClickHouse sessions failed")
-            self._stop.wait(self.interval)
+            if self._stop.wait(self.interval):
+                return

@@ -376,6 +376,42 @@ def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path, access_log: bool
     assert ("GET /api/organizations" in server.stdout.read()) is access_log
 
 
+def test_cli020_serve_on_a_clickhouse_store_seals_its_sessions(tmp_path: Path) -> None:
+    # The server seals a ClickHouse store's stopped sessions (``store/sealing.py``) from its start: a seal writes its
+    # record even with no session to seal, so the command's seals before and after the server's tell it ran.
+    pytest.importorskip("chdb")
+    data_dir = tmp_path / "data"
+    events = {"SITELENS_EVENTS_URL": f"chdb://{tmp_path / 'chdb'}"}
+    first = ok_json(run_cli(data_dir, "clickhouse-seal-sessions", **events))
+    assert (first["seal"], first["full"], first["sessions"]) == (1, True, 0)
+
+    port = free_port()
+    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
+    server = subprocess.Popen(
+        [*command, "serve", "--port", str(port)],
+        env=_env(data_dir, **events),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + patient(60)
+        while True:
+            try:
+                assert httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "server did not start"
+                assert server.poll() is None, server.stdout.read() if server.stdout else ""
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(timeout=patient(60))
+    # The server's seal came between the command's two: the second is the third seal.
+    last = ok_json(run_cli(data_dir, "clickhouse-seal-sessions", **events))
+    assert (last["seal"], last["full"]) == (3, False)
+
+
 def test_cli017_dashboard_needs_an_api_url_and_a_positive_timeout(data_dir: Path) -> None:
     assert_fails(run_cli(data_dir, "dashboard", "--port", "8999"), "SITELENS_API_URL")
     assert_fails(run_cli(data_dir, "dashboard", SITELENS_API_URL="ftp://example.com/api"), "SITELENS_API_URL")
