@@ -280,9 +280,9 @@ def facts_where_cheaper(
     window's events and the site's rows (both from the tables' indexes), reads how merged the table is (the parts'
     metadata) and the newest seal with the sessions it left open; without a seal to read it picks the table for a
     window over most of the site's data that is large, or that is not small (``MERGED_MIN_EVENTS``) and meets a
-    mostly merged table. The result cache resolves the narrowing before it keys the answer (``read/results.py``), so
-    each form is kept under its own SQL. With ``when_merged=False`` the merged table is read for large windows only,
-    for a read that takes more from it than whole sessions' facts (the time series).
+    mostly merged table. Every form gives the same rows: the result cache keys the answer on the query as asked and
+    resolves the narrowing only to compute it (``read/results.py``). With ``when_merged=False`` the merged table is
+    read for large windows only, for a read that takes more from it than whole sessions' facts (the time series).
     """
     if not d.merged_sessions:
         return facts(d)

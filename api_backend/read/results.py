@@ -177,13 +177,12 @@ class ResultCache:
         """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window.
 
         Where the store writes the ``sessions`` table after the events (``Dialect.merged_sessions``), a query that
-        may read it picks its form first (``facts.facts_where_cheaper``), and the form picked is what is keyed. An
-        answer computed while a write was under way is returned but not kept (see the module docstring). Where the
-        store writes in transactions, the stamp never changes and every answer is kept.
+        may read it picks its form when it is computed (``facts.facts_where_cheaper``). Every form gives the same
+        rows, so the answer is keyed on the query as asked: one found again costs the count alone, and one computed
+        from a seal (``Dialect.sealed``) is found again after the next seal, which binds other values into the form.
+        An answer computed while a write was under way is returned but not kept (see the module docstring). Where
+        the store writes in transactions, the stamp never changes and every answer is kept.
         """
-        narrowing = query.narrowing
-        if narrowing is not None and query.reads_sessions and self._dialect.merged_sessions:
-            query = narrowing.then(run(narrowing.first))
         version = int(run(window_version_query(site_ids, window, self._dialect))[0]["n"])
         # Read after the count, which waited for every acknowledged event to be stored: a write that ended before
         # it is seen whole by the read, and the key can then only undercount, never name an answer that misses rows.
@@ -194,7 +193,10 @@ class ResultCache:
             nonlocal settled
             with self._computed_lock:
                 self._computed += 1
-            rows = run(query)
+            chosen = query
+            if query.narrowing is not None and query.reads_sessions and self._dialect.merged_sessions:
+                chosen = query.narrowing.then(run(query.narrowing.first))
+            rows = run(chosen)
             after = self._stamp()
             settled = before is not None and after == before
             return rows

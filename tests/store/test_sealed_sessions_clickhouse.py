@@ -24,6 +24,7 @@ from api_backend.query.overview import build_overview_events_query, build_overvi
 from api_backend.query.scope import Scope
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
+from api_backend.read.results import ResultCache
 from api_backend.services import SEAL_IDLE, open_services
 from api_backend.settings import load_settings
 from api_backend.store.clickhouse import ClickHouseEventStore, Seal
@@ -342,5 +343,45 @@ def test_seal010_a_seal_that_failed_leaves_no_rows_twice_when_the_next_one_runs(
         everything = DuckDBEventStore(":memory:")
         everything.append(rows_to_table(rows))
         assert _sealed_rows(store) == finished(everything)
+    finally:
+        store.close()
+
+
+def test_seal011_an_answer_read_from_a_seal_is_found_again_after_the_next_seal(chdb_settings, monkeypatch):
+    """A seal binds its generation, position and cutoff into the read it answers, and the server seals every minute:
+    the result cache keys the question as asked, so the next seal leaves the answer found; an event in its window
+    is counted by the next read."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 1)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", 1.0)  # the sessions after the cutoff are many here
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(11), 300)
+        store.append(rows_to_table(rows), log_seq=1)
+        store.seal_sessions(CUTOFF)
+        scope = Scope((1,), Window(START, START + timedelta(days=40), "UTC", mode="datetime"), ())
+        cache = ResultCache(CLICKHOUSE, stamp=store.write_stamp)
+        sent: list[str] = []
+
+        def ask() -> list[dict[str, Any]]:
+            def run(query: Query) -> list[dict[str, Any]]:
+                sent.append(query.sql)
+                return store.query_dicts(*CLICKHOUSE.bind(query))
+
+            return cache.run(build_overview_query(scope, CLICKHOUSE), scope.site_ids, scope.window, run)
+
+        want = store.query_dicts(*CLICKHOUSE.bind(build_overview_events_query(scope, CLICKHOUSE)))
+        first = ask()
+        assert_same(first, want, scope)
+        assert any("FROM sealed_sessions" in sql for sql in sent) and cache.computed == 1
+        assert store.seal_sessions(CUTOFF + timedelta(days=2))["seal"] == 2
+        assert ask() == first and cache.computed == 1
+        late = dict(
+            next(r for r in rows if r["site_id"] == 1),
+            session_id="s-late",
+            timestamp=START + timedelta(days=30),
+            type="pageview",
+        )
+        store.append(rows_to_table([late]), log_seq=2)
+        assert ask()[0]["sessions"] == first[0]["sessions"] + 1 and cache.computed == 2
     finally:
         store.close()
