@@ -17,14 +17,17 @@ import dataclasses
 import re
 import sys
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta
-from typing import Any
+from datetime import UTC, date, datetime, time, timedelta
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from api_backend.commands import CommandError, ProgressBar, command_settings, open_event_services
 from api_backend.store.clickhouse_schema import MIGRATIONS, cluster_schema_sql, cluster_upgrade_sql, single_node_sql
 from api_backend.store.open import DEFAULT_DATABASE, parse_events_url
+
+if TYPE_CHECKING:
+    from api_backend.store.clickhouse import ClickHouseEventStore
 
 __all__ = [
     "add_clickhouse_commands",
@@ -187,12 +190,11 @@ def migrate_events_command(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def merge_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
-    """``sitelens clickhouse-merge-sessions``: merge the ``sessions`` table of the ClickHouse store in use.
-
-    The embedded engine (``chdb://``) belongs to one process, so this runs with the server stopped; a ClickHouse
-    server's table can be merged while sitelens serves.
-    """
+def _on_clickhouse_store(
+    args: argparse.Namespace, refusal: str, job: Callable[[ClickHouseEventStore], dict[str, Any]]
+) -> dict[str, Any]:
+    """``job``'s answer on the ClickHouse store in use, with its seconds; a DuckDB store is refused, as one that
+    ``refusal`` (what it keeps none of) says."""
     import time as clock
 
     from api_backend.store.clickhouse import ClickHouseEventStore
@@ -200,7 +202,7 @@ def merge_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
 
     settings = command_settings(args)
     if parse_events_url(settings.events_url).scheme == "duckdb":
-        raise CommandError(f"the event store is DuckDB ({settings.events_url}), which keeps no parts to merge")
+        raise CommandError(f"the event store is DuckDB ({settings.events_url}), which keeps no {refusal}")
     try:
         store, _ = open_event_store(settings)
     except (ImportError, ValueError) as exc:
@@ -208,10 +210,19 @@ def merge_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
     try:
         assert isinstance(store, ClickHouseEventStore)
         started = clock.monotonic()
-        result = store.merge_sessions()
+        result = job(store)
         return {**result, "seconds": round(clock.monotonic() - started, 1)}
     finally:
         store.close()
+
+
+def merge_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
+    """``sitelens clickhouse-merge-sessions``: merge the ``sessions`` table of the ClickHouse store in use.
+
+    The embedded engine (``chdb://``) belongs to one process, so this runs with the server stopped; a ClickHouse
+    server's table can be merged while sitelens serves.
+    """
+    return _on_clickhouse_store(args, "parts to merge", lambda store: store.merge_sessions())
 
 
 def seal_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
@@ -221,27 +232,10 @@ def seal_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
     After ``migrate-events`` the first seal writes every session; a server does so soon after it starts, and this
     does it before. Like the merge, it runs with the server stopped on the embedded engine (``chdb://``).
     """
-    import time as clock
-    from datetime import UTC, datetime
-
     from api_backend.services import SEAL_IDLE
-    from api_backend.store.clickhouse import ClickHouseEventStore
-    from api_backend.store.open import open_event_store
 
-    settings = command_settings(args)
-    if parse_events_url(settings.events_url).scheme == "duckdb":
-        raise CommandError(f"the event store is DuckDB ({settings.events_url}), which keeps no sealed sessions")
-    try:
-        store, _ = open_event_store(settings)
-    except (ImportError, ValueError) as exc:
-        raise CommandError(str(exc)) from None
-    try:
-        assert isinstance(store, ClickHouseEventStore)
-        started = clock.monotonic()
-        result = store.seal_sessions(datetime.now(UTC).replace(tzinfo=None) - SEAL_IDLE)
-        return {**result, "seconds": round(clock.monotonic() - started, 1)}
-    finally:
-        store.close()
+    cutoff = datetime.now(UTC).replace(tzinfo=None) - SEAL_IDLE
+    return _on_clickhouse_store(args, "sealed sessions", lambda store: store.seal_sessions(cutoff))
 
 
 def add_clickhouse_commands(commands: Any, add_data_dir: Callable[[argparse.ArgumentParser], None]) -> None:

@@ -200,33 +200,26 @@ def _timed(request: Request, client: httpx.Client, window: dict[str, str]) -> tu
     return elapsed, f"{response.status_code} after {elapsed:.1f} s: {response.text[:200]}"
 
 
+def _clickhouse_command(ch_dir: Path, url: str, command: str) -> dict[str, Any]:
+    """The JSON of ``sitelens COMMAND`` run on the copy."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")} | {"SITELENS_EVENTS_URL": url}
+    done = subprocess.run(
+        [*sitelens_command(), command, "--data-dir", str(ch_dir)], env=env, check=True, capture_output=True, text=True
+    )
+    return dict(json.loads(done.stdout))
+
+
 def merge_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
     """Merge the copy's ``sessions`` table into one part, as its operator would (``sitelens
     clickhouse-merge-sessions``): the reads that take whole sessions from it merge its parts with ``FINAL``, which a
     bulk copy leaves in several overlapping ones (``bench/analysis.md``). Returns the command's JSON."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")} | {"SITELENS_EVENTS_URL": url}
-    done = subprocess.run(
-        [*sitelens_command(), "clickhouse-merge-sessions", "--data-dir", str(ch_dir)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return dict(json.loads(done.stdout))
+    return _clickhouse_command(ch_dir, url, "clickhouse-merge-sessions")
 
 
 def seal_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
     """Seal the copy's sessions (``sitelens clickhouse-seal-sessions``): a server seals them soon after it starts,
     and the reads take whole sessions from the seal once it is written. Returns the command's JSON."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")} | {"SITELENS_EVENTS_URL": url}
-    done = subprocess.run(
-        [*sitelens_command(), "clickhouse-seal-sessions", "--data-dir", str(ch_dir)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return dict(json.loads(done.stdout))
+    return _clickhouse_command(ch_dir, url, "clickhouse-seal-sessions")
 
 
 def run_scale(
