@@ -17,7 +17,7 @@ import dataclasses
 import re
 import sys
 from collections.abc import Callable
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -233,8 +233,9 @@ def seal_sessions_command(args: argparse.Namespace) -> dict[str, Any]:
     does it before. Like the merge, it runs with the server stopped on the embedded engine (``chdb://``).
     """
     from api_backend.services import SEAL_IDLE
+    from api_backend.store.models import utcnow
 
-    cutoff = datetime.now(UTC).replace(tzinfo=None) - SEAL_IDLE
+    cutoff = utcnow() - SEAL_IDLE
     return _on_clickhouse_store(args, "sealed sessions", lambda store: store.seal_sessions(cutoff))
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from api_backend.query.sql import Params, Query
 
-__all__ = ["CLICKHOUSE", "DUCKDB", "ClickHouseDialect", "Dialect", "SealedRead", "dialect_named"]
+__all__ = ["CLICKHOUSE", "DUCKDB", "NO_CUTOFF", "ClickHouseDialect", "Dialect", "SealedRead", "dialect_named"]
 
 # Bucket name -> the DuckDB expression of the bucket start, given a local (wall-clock) timestamp expression.
 _DUCKDB_BUCKETS = {
@@ -50,6 +50,10 @@ _CLICKHOUSE_BUCKETS = {
     "month": "toDateTime64(toStartOfMonth({t}), 3, 'UTC')",
     "year": "toDateTime64(toStartOfYear({t}), 3, 'UTC')",
 }
+
+
+# The cutoff of a seal that holds no sessions: every session counts as open (``store/clickhouse.py``, ``Seal``).
+NO_CUTOFF = datetime(1970, 1, 1)
 
 
 @dataclass(frozen=True)

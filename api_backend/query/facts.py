@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from api_backend.query.dialect import Dialect, SealedRead
+from api_backend.formats import naive_utc
+from api_backend.query.dialect import NO_CUTOFF, Dialect, SealedRead
 from api_backend.query.filters import (
     EFFECTIVE_USER,
     POSITIVE_OF,
@@ -165,8 +166,6 @@ _RELATION = (
     "site_id", "session_id", "first_seen", "last_seen", "pageviews", "pathnames", "users", "users_count", *_PICKED,
     "user_number", "user_text",
 )  # fmt: skip
-# The cutoff of a seal that holds no sessions: every session counts as open (``store/clickhouse.py``).
-NO_CUTOFF = datetime(1970, 1, 1)
 
 
 def sessions_relation(d: Dialect, p: Params, site_ids: tuple[int, ...], stored: Sequence[str] | None = None) -> str:
@@ -323,18 +322,13 @@ def _sealed_read(seal: Sequence[Any] | None, opened: Sequence[Any], window_event
     if not seal or not seal[0] or window_events < SEALED_MIN_EVENTS:
         return None
     generation, log_seq, cutoff = seal
-    cutoff = _naive(cutoff)
+    cutoff = naive_utc(cutoff)
     open_rows, first_open = opened
     if cutoff <= NO_CUTOFF or open_rows > SEALED_OPEN_SHARE * window_events:
         return None
     # Every sealed session stopped before the cutoff, so it bounds them all when none is open.
-    open_from = min(cutoff, _naive(first_open)) if open_rows else cutoff
+    open_from = min(cutoff, naive_utc(first_open)) if open_rows else cutoff
     return SealedRead(int(generation), int(log_seq), cutoff, open_from)
-
-
-def _naive(value: datetime) -> datetime:
-    """A time as naive UTC, as the builders bind them."""
-    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
 
 
 def _after_start(column: str, window: Window, p: Params) -> str:

@@ -29,12 +29,13 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
-from api_backend.query.dialect import CLICKHOUSE
+from api_backend.formats import naive_utc
+from api_backend.query.dialect import CLICKHOUSE, NO_CUTOFF
 from api_backend.query.goals import GoalSpec
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, sealed_rows_sql, sessions_fill_sql
 from api_backend.store.events import (
@@ -118,8 +119,6 @@ _DELETE_SETTINGS: dict[str, Any] = {"lightweight_deletes_sync": 2, "mutations_sy
 # ``OPTIMIZE`` returns once every replica has merged.
 _MERGE_SETTINGS: dict[str, Any] = {"alter_sync": 2}
 
-# The cutoff of a seal that holds no sessions (``Seal``): every session counts as open.
-NO_CUTOFF = datetime(1970, 1, 1)
 # The sessions a seal left open, by the indexes of ``sessions`` (one condition each: an ``OR`` of the two would use
 # neither), given the seal's ``log`` position and ``open_cutoff``.
 _OPEN_KEYS = (
@@ -148,11 +147,6 @@ _COLUMN_NAMES = [name for name, _ in EVENT_COLUMNS]
 _INSERT_SCHEMA = EVENT_SCHEMA.append(pa.field("log_seq", pa.uint64(), nullable=False))
 
 
-def _naive(value: datetime) -> datetime:
-    """A time as naive UTC (the engine gives a zoned column's values aware)."""
-    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
-
-
 def _naive_utc(rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
     """Times as naive UTC datetimes, as DuckDB returns them. UTC columns come naive already; a column typed with
     another zone comes aware and is turned back into UTC (the embedded engine drops the zone of ``DateTime('tz')``
@@ -167,7 +161,7 @@ def _naive_utc(rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
         row = list(row)
         for i in aware:
             if row[i] is not None:
-                row[i] = row[i].astimezone(UTC).replace(tzinfo=None)
+                row[i] = naive_utc(row[i])
         fixed.append(row)
     return fixed
 
@@ -512,7 +506,7 @@ class ClickHouseEventStore:
         if not rows:
             return None
         seal, generation, log_seq, cutoff = rows[0]
-        return Seal(int(seal), int(generation), int(log_seq), _naive(cutoff))
+        return Seal(int(seal), int(generation), int(log_seq), naive_utc(cutoff))
 
     def seal_sessions(self, cutoff: datetime) -> dict[str, Any]:
         """Write the finished rows of the open sessions with no event at or after ``cutoff`` (naive UTC) into

@@ -19,18 +19,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from api_backend.store.clickhouse import ClickHouseEventStore
+from api_backend.store.models import utcnow
 
 __all__ = ["SessionsSealSchedule"]
 
 log = logging.getLogger(__name__)
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class SessionsSealSchedule:
@@ -43,7 +40,7 @@ class SessionsSealSchedule:
         interval: float,
         idle: timedelta,
         *,
-        now: Callable[[], datetime] = _utc_now,
+        now: Callable[[], datetime] = utcnow,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"interval must be positive, not {interval}")
