@@ -123,6 +123,9 @@ class Dialect:
     # which reads a page's candidates again by their ends alone (``facts.newest_ends``) instead of keeping 6.4M
     # converted sessions' ids at 100M events, and bounds the page's rows by its earliest start.
     keeps_large_ctes: bool = False
+    # Whether the whole sessions a read takes carry the start of their user's previous session (``prev_first_seen``,
+    # ``store/sessions.py``), along which the overview and its series count distinct users (``query/chains.py``).
+    user_chains: bool = True
 
     # -- placeholders ---------------------------------------------------------------------------------------------
 
@@ -295,6 +298,12 @@ class Dialect:
         reference (ClickHouse); elsewhere the engine decides."""
         return self.cte(name, body)
 
+    def few_rows(self, column: str, relation: str) -> str:
+        """``SELECT`` of ``column`` of the small ``relation`` (a CTE), for a lookup of its values in a large one
+        (``x IN (...)``). DuckDB reads a list of them: of a CTE's rows it knows no count, and took a filtered one
+        for a fifth of a large table, building its hash table from the large side instead."""
+        return f"SELECT unnest((SELECT list({column}) FROM {relation}))"
+
     def unnest_strings(self, array: str) -> str:
         """One row per element of the list of strings ``array`` (a placeholder or a column)."""
         return f"unnest(CAST({array} AS VARCHAR[]))"
@@ -387,6 +396,8 @@ class ClickHouseDialect(Dialect):
     # 6.3 -> 2.3 s at 100M.
     funnel_lists: bool = True
     keeps_large_ctes: bool = True
+    # The chains are kept in the sealed rows only (``user_chains`` of the sealed read).
+    user_chains: bool = False
 
     def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
         """``$p0`` becomes ``{p0:Type}`` with the type of its bound value; naive datetimes are UTC."""
@@ -505,6 +516,9 @@ class ClickHouseDialect(Dialect):
 
     def reused_cte(self, name: str, body: str) -> str:
         return self.cte(name, body, materialized=True)
+
+    def few_rows(self, column: str, relation: str) -> str:
+        return f"SELECT {column} FROM {relation}"  # the right side of ``IN`` is the set it builds
 
     def unnest_strings(self, array: str) -> str:
         return f"arrayJoin({array})"

@@ -53,6 +53,7 @@ __all__ = [
     "Span",
     "crossing_spans",
     "edge_sessions",
+    "ending_sessions",
     "fact_column",
     "facts_answer",
     "facts_where_cheaper",
@@ -389,17 +390,31 @@ def _crossing(scope: Scope, p: Params) -> list[tuple[str, str]]:
     w = scope.window
     if w.start is None and w.end is None:
         return []
-    sites = site_condition(scope.site_ids, p)
     parts: list[tuple[str, str]] = []
     if w.start is not None:
+        sites = site_condition(scope.site_ids, p)
         parts.append(
             ("start", f"{sites} AND NOT {_after_start('first_seen', w, p)} AND {_after_start('last_seen', w, p)}")
         )
     if w.end is not None:
-        start_side = f" AND {_after_start('first_seen', w, p)}" if w.start is not None else ""
-        before = f"{_before_end('first_seen', w, p)} AND NOT {_before_end('last_seen', w, p)}"
-        parts.append(("end", f"{sites}{start_side} AND {before}"))
+        parts.append(("end", _crossing_end(scope, p)))
     return parts
+
+
+def _crossing_end(scope: Scope, p: Params) -> str:
+    """The condition on sessions of ``_crossing``'s sessions crossing only the end (a window with an end)."""
+    w = scope.window
+    start_side = f" AND {_after_start('first_seen', w, p)}" if w.start is not None else ""
+    before = f"{_before_end('first_seen', w, p)} AND NOT {_before_end('last_seen', w, p)}"
+    return f"{site_condition(scope.site_ids, p)}{start_side} AND {before}"
+
+
+def ending_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str | None:
+    """``SELECT <columns> FROM sessions``: the sessions starting in the window and ending after it, as the table
+    keeps them (whole); None for a window without an end."""
+    if scope.window.end is None:
+        return None
+    return f"SELECT {columns} FROM {sessions_relation(d, p, scope.site_ids)} WHERE {_crossing_end(scope, p)}"
 
 
 def edge_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:

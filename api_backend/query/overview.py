@@ -22,11 +22,13 @@ from datetime import timedelta
 from functools import partial
 
 from api_backend.errors import InvalidRequestError
+from api_backend.query.chains import chain_head, chain_users, chains_answer
 from api_backend.query.dialect import Dialect
 from api_backend.query.facts import (
     Span,
     crossing_spans,
     edge_sessions,
+    ending_sessions,
     facts_answer,
     facts_where_cheaper,
     merge_spans,
@@ -162,10 +164,20 @@ def build_overview_query(scope: Scope, d: Dialect) -> Query:
 
 
 def _overview_from_facts(scope: Scope, d: Dialect) -> Query:
+    """The overview from whole sessions and edge ones; where the users can be counted along their chains
+    (``query/chains.py``), the whole sessions' users are their heads plus the few users looked up: at 100M events
+    the distinct users took 3.2 of the overview's 3.3 s on DuckDB."""
     p = Params()
     columns = "session_id, session_start, duration, pageviews, unum, utext"
     union = d.cte("s", f"SELECT {columns} FROM whole UNION ALL SELECT {columns} FROM edge", materialized=False)
-    return p.query(f"WITH {_facts_ctes(scope, d, p)},\n{union}\n{_headline(d, split_users=True)}")
+    if not chains_answer(scope, d):
+        return p.query(f"WITH {_facts_ctes(scope, d, p)},\n{union}\n{_headline(d, split_users=True)}")
+    head = chain_head("prev_first_seen", "first_seen", scope.window, p)
+    ctes = _facts_ctes(scope, d, p, f", prev_first_seen AS prev, {head} AS head")
+    others = "SELECT unum, utext FROM edge UNION ALL SELECT unum, utext FROM whole WHERE prev IS NULL"
+    ends = ending_sessions(scope, "user_number AS unum, user_text AS utext", d, p)
+    chained, users = chain_users("whole", others, ends, d)
+    return p.query(f"WITH {ctes},\n{union},\n{chained}\n{_HEADLINE.format(users=users)}")
 
 
 def build_overview_events_query(scope: Scope, d: Dialect) -> Query:

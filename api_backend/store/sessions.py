@@ -26,6 +26,17 @@ two partial rows of the same session can be combined into (a later batch may bri
   boundary without reading its events (``query/overview.py``). NULL where unknown, and then the series reads the
   events as before: for the sessions stored before the column was added (an upgrade adds it without reading every
   event), and for a session with events before 1970.
+- ``prev_first_seen``: the ``first_seen`` of the session before it in its user's *chain*, the site's sessions with the
+  same ``user_number`` / ``user_text`` ordered by ``(first_seen, session_id)``; for the first one a microsecond after
+  its own ``first_seen`` (no session before it can start later), NULL while unknown. A user counts once in a set of
+  sessions: the distinct users of the sessions starting after a time are those of its sessions whose previous one
+  started before it, so the overview and its series count the users of their whole sessions with a filtered count,
+  and look up only the few users of the other sessions (``query/chains.py``). A fold makes unknown every session it
+  adds, moves (an earlier start, another user) or may have moved the neighbour of: the sessions of those chains from
+  the earliest start involved on. ``build_chain_pass`` then looks up the unknown ones, all at once, once enough have
+  gathered (``store/duckdb.py``); until then reads take their users as they take the edge sessions'. (A first
+  session is not marked ``-infinity``: those runs made DuckDB keep the column run-length encoded, which a filter read
+  four times slower than the other times.)
 
 A batch looks for its stored sessions among those opened recently, not among all of them: reading every stored key
 made appending 5,000 events at a time to 27.8M sessions (100M events) cost 30.1 us per event, against 15.7 now. An id
@@ -65,6 +76,7 @@ __all__ = [
     "OPENED_SLACK",
     "SESSIONS_DDL",
     "SESSION_KEY",
+    "build_chain_pass",
     "build_sessions_fill",
     "build_sessions_upgrade",
     "build_sessions_upsert",
@@ -79,7 +91,8 @@ _DERIVED_COLUMNS = {"user_number": "UBIGINT", "user_text": "VARCHAR", "users_cou
 # ``quarter_hours`` is added empty (NULL) to a table from before it, also in place: reads then take those sessions'
 # events.
 _QUARTER_HOURS = "STRUCT(q INTEGER, pageviews INTEGER)[]"
-_IN_PLACE_COLUMNS = _DERIVED_COLUMNS | {"quarter_hours": _QUARTER_HOURS}
+# ``prev_first_seen`` is added unknown (NULL) too: the next chain pass looks every session's up.
+_IN_PLACE_COLUMNS = _DERIVED_COLUMNS | {"quarter_hours": _QUARTER_HOURS, "prev_first_seen": "TIMESTAMP"}
 _FIRST_SET_COLUMNS = "".join(f",\n  {name} VARCHAR NOT NULL, {name}_at TIMESTAMP" for name in FIRST_SET_PARAMETERS)
 _COLUMNS = f"""(
   site_id INTEGER NOT NULL,
@@ -96,7 +109,8 @@ _COLUMNS = f"""(
   session_key UBIGINT NOT NULL,
   pathnames VARCHAR[] NOT NULL,
   {", ".join(f"{name} {kind}" for name, kind in _DERIVED_COLUMNS.items())},
-  quarter_hours {_QUARTER_HOURS}
+  quarter_hours {_QUARTER_HOURS},
+  prev_first_seen TIMESTAMP
 )"""
 SESSIONS_DDL = f"CREATE TABLE IF NOT EXISTS sessions {_COLUMNS}"
 # The stored form of ``session_key`` (a table from before the column gets it at open, ``build_sessions_upgrade``).
@@ -146,7 +160,11 @@ def _user_forms(row: str) -> dict[str, str]:
 def _added_forms(row: str) -> dict[str, str]:
     """The added columns of the row ``row`` as an upgrade fills them (``goal_mask`` 0: no goal has a bit yet;
     ``quarter_hours`` unknown)."""
-    return _user_forms(row) | {"goal_mask": "0", "quarter_hours": f"CAST(NULL AS {_QUARTER_HOURS})"}
+    return _user_forms(row) | {
+        "goal_mask": "0",
+        "quarter_hours": f"CAST(NULL AS {_QUARTER_HOURS})",
+        "prev_first_seen": "CAST(NULL AS TIMESTAMP)",
+    }
 
 
 def _grouped(source: str, p: Params, registry: Registry | None = None) -> str:
@@ -168,7 +186,8 @@ def _grouped(source: str, p: Params, registry: Registry | None = None) -> str:
     )
     return (
         f"SELECT g.* EXCLUDE (goal_mask), {forms}, g.goal_mask, "
-        "CASE WHEN g.first_seen >= TIMESTAMP '1970-01-01' THEN qh.quarter_hours END AS quarter_hours "
+        "CASE WHEN g.first_seen >= TIMESTAMP '1970-01-01' THEN qh.quarter_hours END AS quarter_hours, "
+        "CAST(NULL AS TIMESTAMP) AS prev_first_seen "
         f"FROM ({grouped}) AS g JOIN ({quarters}) AS qh ON qh.site_id = g.site_id AND qh.session_id = g.session_id"
     )
 
@@ -263,6 +282,8 @@ def build_sessions_upsert(source: str, registry: Registry | None = None) -> list
             "FROM session_candidates AS c JOIN session_candidate_ids AS i "
             "ON i.rid = c.rid AND i.session_id = c.session_id"
         ),
+        # Before the stored rows change: the chains the batch adds sessions to or moves them in (``_moved``).
+        Query(f"CREATE OR REPLACE TEMP TABLE session_moved AS {_moved(same)}"),
         Query(
             "UPDATE sessions SET\n  " + ",\n  ".join(updates) + "\n"
             f"FROM session_match AS m JOIN session_batch AS b ON {same} WHERE sessions.rowid = m.rid"
@@ -272,12 +293,88 @@ def build_sessions_upsert(source: str, registry: Registry | None = None) -> list
             "INSERT INTO sessions SELECT * FROM session_batch AS b "
             f"WHERE NOT EXISTS (SELECT 1 FROM session_match AS m WHERE {same})"
         ),
+        *_unchained(),
+    ]
+
+
+# What ``prev_first_seen`` adds to a user's first session's own start.
+FIRST_OF_USER = "INTERVAL 1 MICROSECOND"
+# A stored session the batch moves in its chain: it starts earlier, or its user changes (``_later``'s test).
+_MOVES = "b.first_seen < s.first_seen OR (b.user_key > s.user_key AND b.user_value <> s.user_value)"
+
+
+def _moved(same: str) -> str:
+    """SQL: ``(site_id, user_number, user_text, since)`` of the chains whose sessions from ``since`` on may have
+    another previous session after the fold: a new session's chain from its start, and a moved stored session's old
+    and new chains from the earlier of its two starts (its old successor loses it, its new one gains it)."""
+    moved = (
+        "FROM session_match AS m JOIN sessions AS s ON s.rowid = m.rid "
+        f"JOIN session_batch AS b ON {same} WHERE ({_MOVES})"
+    )
+    since = "least(s.first_seen, b.first_seen)"
+    return (
+        f"SELECT s.site_id, s.user_number, s.user_text, {since} AS since {moved} UNION ALL "
+        f"SELECT b.site_id, b.user_number, b.user_text, {since} {moved} AND b.user_key > s.user_key UNION ALL "
+        "SELECT b.site_id, b.user_number, b.user_text, b.first_seen FROM session_batch AS b "
+        f"WHERE NOT EXISTS (SELECT 1 FROM session_match AS m WHERE {same})"
+    )
+
+
+def _same_chain(a: str, b: str) -> str:
+    """SQL: the rows ``a`` and ``b`` belong to one chain (site and user; a user is a number or a text, the other
+    NULL)."""
+    return (
+        f"{a}.site_id = {b}.site_id AND {a}.user_number IS NOT DISTINCT FROM {b}.user_number "
+        f"AND {a}.user_text IS NOT DISTINCT FROM {b}.user_text"
+    )
+
+
+def _unchained() -> list[Query]:
+    """Statements making unknown the previous session of every session a fold may have moved or given a new
+    neighbour: those of the chains in ``session_moved`` starting no earlier than the chain's ``since``.
+
+    A new session is nearly always the latest of its chain, so this finds none; its time bound (the earliest
+    ``since``) keeps it to the blocks of recent sessions.
+    """
+    return [
+        Query("SET VARIABLE sitelens_chain_since = (SELECT min(since) FROM session_moved)"),
+        Query(
+            "UPDATE sessions SET prev_first_seen = NULL WHERE prev_first_seen IS NOT NULL "
+            "AND first_seen >= coalesce(getvariable('sitelens_chain_since'), TIMESTAMP 'infinity') "
+            f"AND EXISTS (SELECT 1 FROM session_moved AS mv WHERE {_same_chain('mv', 'sessions')} "
+            "AND sessions.first_seen >= mv.since)"
+        ),
+    ]
+
+
+def build_chain_pass() -> list[Query]:
+    """Statements giving every session whose ``prev_first_seen`` is unknown its value (one transaction).
+
+    The chains holding an unknown session are read whole (a scan of the users of every stored session, the one
+    cost that grows with the table), their sessions ordered, and the unknown ones updated.
+    """
+    chained = (
+        "SELECT s.rowid AS rid, s.prev_first_seen IS NULL AS unknown, coalesce(lag(s.first_seen) "
+        "OVER (PARTITION BY s.site_id, s.user_number, s.user_text ORDER BY s.first_seen, s.session_id), "
+        f"s.first_seen + {FIRST_OF_USER}) AS prev "
+        f"FROM sessions AS s SEMI JOIN chain_users AS c ON {_same_chain('s', 'c')}"
+    )
+    return [
+        Query(
+            "CREATE OR REPLACE TEMP TABLE chain_users AS "
+            "SELECT DISTINCT site_id, user_number, user_text FROM sessions WHERE prev_first_seen IS NULL"
+        ),
+        Query(f"CREATE OR REPLACE TEMP TABLE chain_prev AS SELECT rid, prev FROM ({chained}) AS c WHERE unknown"),
+        Query("UPDATE sessions SET prev_first_seen = c.prev FROM chain_prev AS c WHERE sessions.rowid = c.rid"),
     ]
 
 
 # Columns added after the table first shipped, in the table's order: a table from an earlier version may lack them
 # (``build_sessions_upgrade`` adds them).
-ADDED_COLUMNS = ("session_key", "pathnames", "user_number", "user_text", "users_count", "goal_mask", "quarter_hours")
+ADDED_COLUMNS = (
+    "session_key", "pathnames", "user_number", "user_text", "users_count", "goal_mask", "quarter_hours",
+    "prev_first_seen",
+)  # fmt: skip
 
 
 def build_sessions_upgrade(present: set[str], bounds: Sequence[datetime]) -> list[Query]:

@@ -203,8 +203,9 @@ def assert_same(facts: list[dict[str, Any]], events: list[dict[str, Any]], conte
 
 
 def session_rows(store: DuckDBEventStore) -> list[tuple[Any, ...]]:
-    """Every row of the table; its lists of strings sorted (kept in any order), the quarter-hours as stored (in
-    order of their quarter-hour)."""
+    """Every row of the table, its chains looked up; its lists of strings sorted (kept in any order), the
+    quarter-hours as stored (in order of their quarter-hour)."""
+    store.chain_sessions()
     rows = store.query("SELECT * FROM sessions ORDER BY site_id, session_id")
     return [tuple(_comparable(v) for v in row) for row in rows]
 
@@ -216,13 +217,13 @@ def _comparable(value: Any) -> Any:
 
 
 def assert_upgraded(store: DuckDBEventStore, rows: list[dict[str, Any]], stored_before: set[str]) -> None:
-    """The table is the one all of ``rows`` give in one batch, but for the quarter-hours (the last column): unknown
-    for the sessions stored before the upgrade, known for the others."""
+    """The table is the one all of ``rows`` give in one batch, but for the quarter-hours (the column before the
+    last): unknown for the sessions stored before the upgrade, known for the others."""
     got, want = session_rows(store), rebuilt(rows)
-    assert [row[:-1] for row in got] == [row[:-1] for row in want]
+    assert [(*row[:-2], row[-1]) for row in got] == [(*row[:-2], row[-1]) for row in want]
     for have, full in zip(got, want, strict=True):
-        assert have[-1] == (None if have[1] in stored_before else full[-1]), have[1]
-    assert any(row[-1] is not None for row in got)
+        assert have[-2] == (None if have[1] in stored_before else full[-2]), have[1]
+    assert any(row[-2] is not None for row in got)
 
 
 def rebuilt(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -239,6 +240,7 @@ def seeded() -> tuple[DuckDBEventStore, list[dict[str, Any]]]:
     store = DuckDBEventStore(":memory:")
     with pytest.MonkeyPatch.context() as patch:  # fold often, so stored sessions are continued by later batches
         patch.setattr(duckdb_module, "FOLD_ROWS", 100)
+        patch.setattr(duckdb_module, "CHAIN_ROWS", 300)  # and look chains up often, so later folds move them
         append_shuffled(store, rows, rng)
     return store, rows
 
@@ -611,13 +613,13 @@ def test_facts034_a_table_from_before_the_quarter_hours_gets_them_empty_and_the_
     rows = random_events(random.Random(34), 400)
     store = DuckDBEventStore(tmp_path / "events.duckdb")
     store.append(rows_to_table(rows[:1200]))
-    store._con.execute("ALTER TABLE sessions DROP COLUMN quarter_hours")
+    for later in ("prev_first_seen", "quarter_hours"):  # a table from before both
+        store._con.execute(f"ALTER TABLE sessions DROP COLUMN {later}")
     store.close()
-    statements = [
-        q.sql
-        for q in sessions_module.build_sessions_upgrade(set(sessions_module._column_names()) - {"quarter_hours"}, [])
-    ]
-    assert len(statements) == 1 and statements[0].startswith("ALTER TABLE sessions ADD COLUMN quarter_hours")
+    present = set(sessions_module._column_names()) - {"quarter_hours", "prev_first_seen"}
+    statements = [q.sql for q in sessions_module.build_sessions_upgrade(present, [])]
+    assert [sql.split(" ")[5] for sql in statements] == ["quarter_hours", "prev_first_seen"]
+    assert all(sql.startswith("ALTER TABLE sessions ADD COLUMN") for sql in statements)
 
     reopened = DuckDBEventStore(tmp_path / "events.duckdb")
     reopened.append(rows_to_table(rows[1200:]))
@@ -698,13 +700,54 @@ def test_facts026_users_as_numbers_are_counted_once_on_either_side_of_the_quarte
                 }
             )
     store.append(rows_to_table(rows))
-    scope = Scope((1,), Window(datetime(2026, 3, 10), datetime(2026, 3, 11), mode="date"))
-    facts = build_overview_query(scope, DUCKDB)
-    assert all(f"unum >= {k * 2**62}" in facts.sql for k in (1, 2, 3))
-    row = run(store, facts)[0]
-    # The eight numbers (8000... twice over), member-1, 7FFF...
-    assert (row["sessions"], row["users"]) == (24, 10)
-    assert_same(run(store, facts), run(store, build_overview_events_query(scope, DUCKDB)), scope)
+    store.chain_sessions()
+    window = Window(datetime(2026, 3, 10), datetime(2026, 3, 11), mode="date")
+    # Over two sites the users are grouped in quarters; over one they are counted along their chains.
+    for sites, form in (((1, 2), [f"unum >= {k * 2**62}" for k in (1, 2, 3)]), ((1,), ["prev_first_seen"])):
+        scope = Scope(sites, window)
+        facts = build_overview_query(scope, DUCKDB)
+        assert all(part in facts.sql for part in form), sites
+        row = run(store, facts)[0]
+        # The eight numbers (8000... twice over), member-1, 7FFF...
+        assert (row["sessions"], row["users"]) == (24, 10)
+        assert_same(run(store, facts), run(store, build_overview_events_query(scope, DUCKDB)), scope)
+
+
+def test_facts036_each_session_keeps_the_start_of_the_one_before_it_in_its_users_chain(seeded):
+    """After batches in any order, folded and looked up often, every session holds the start of its user's previous
+    session on its site (a microsecond after its own for the first), as the stored users and starts give it."""
+    store, _ = seeded
+    store.chain_sessions()
+    rows = store.query("SELECT site_id, user_number, user_text, first_seen, session_id, prev_first_seen FROM sessions")
+    chains: dict[tuple[Any, ...], list[tuple[datetime, str]]] = {}
+    for site, number, text, first, session, _ in rows:
+        chains.setdefault((site, number, text), []).append((first, session))
+    expected = {}
+    for sessions in chains.values():
+        sessions.sort()
+        for before, (first, session) in zip([None, *sessions], sessions, strict=False):
+            expected[session] = first + timedelta(microseconds=1) if before is None else before[0]
+    assert max(len(c) for c in chains.values()) > 20  # long chains, sessions of one user overlapping in time
+    assert {session: prev for *_, session, prev in rows} == expected
+
+
+def test_facts037_the_overview_counts_users_along_their_chains_as_the_event_grouping_does(seeded):
+    """On every kind of window, with every chain known and with some unknown (folded since the last lookup): the
+    users of the whole sessions from their chains, the few others looked up, equal the event grouping's."""
+    store, _ = seeded
+    store.chain_sessions()
+    rng = random.Random(37)
+    windows = [random_window(rng) for _ in range(60)]
+    windows += [Window(START + timedelta(days=3), START + timedelta(days=9), "UTC", mode="date"), Window(None, None)]
+    for state in ("known", "some unknown"):
+        if state == "some unknown":
+            store._con.execute("UPDATE sessions SET prev_first_seen = NULL WHERE hash(session_id) % 3 = 0")
+        for window in windows:
+            scope = Scope((rng.choice(SITES),), window)
+            facts = build_overview_query(scope, DUCKDB)
+            assert "prev_first_seen" in facts.sql
+            assert_same(run(store, facts), run(store, build_overview_events_query(scope, DUCKDB)), (state, window))
+    store.chain_sessions()
 
 
 def test_facts004_row_filters_and_engines_without_the_table_use_the_event_grouping():
@@ -788,8 +831,8 @@ def test_facts025_a_table_from_before_the_users_split_gets_it_at_open(tmp_path, 
     """The user's number or other string and the count of users, filled in place for stored sessions and kept after."""
     monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)
     monkeypatch.setattr(duckdb_module, "UPGRADE_SLICE_SESSIONS", 40)
-    # goal_mask and quarter_hours came later still (quarter_hours starts unknown: not written)
-    derived = ("user_number", "user_text", "users_count", "goal_mask", "quarter_hours")
+    # goal_mask, quarter_hours and prev_first_seen came later still (the last two start unknown: not written)
+    derived = ("user_number", "user_text", "users_count", "goal_mask", "quarter_hours", "prev_first_seen")
     present = set(sessions_module._column_names()) - set(derived)
     in_place = [q.sql for q in sessions_module.build_sessions_upgrade(present, [])]
     assert not any("sessions_upgraded" in sql for sql in in_place)  # not copied: only the new columns are written
@@ -929,6 +972,7 @@ def test_facts013_sessions_sharing_a_key_are_told_apart_by_their_ids(monkeypatch
     store = DuckDBEventStore(":memory:")
     append_shuffled(store, rows, random.Random(14))
     assert store.query("SELECT DISTINCT session_key FROM sessions") == [(7,)]
+    store.chain_sessions()
     got = store.query("SELECT * EXCLUDE (session_key) FROM sessions ORDER BY site_id, session_id")
     key_at = [name for name, *_ in store.query("DESCRIBE sessions")].index("session_key")
     without_key = [r[:key_at] + r[key_at + 1 :] for r in rebuilt(rows)]
