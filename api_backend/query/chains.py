@@ -53,7 +53,9 @@ def chain_head(prev: str, first: str, window: Window, p: Params) -> str:
     return f"({prev} {'<' if window.include_start else '<='} {p.add(window.start)} OR {first_of_user})"
 
 
-def chain_users(whole: str, others: str, ends: str | None, d: Dialect, group: str | None = None) -> tuple[str, str]:
+def chain_users(
+    whole: str, others: str, ends: str | None, d: Dialect, group: str | None = None, counted: str | None = None
+) -> tuple[str, str]:
     """``(CTEs, count)``: the distinct users of the whole sessions ``whole`` and of the users ``others`` (``X``).
 
     ``whole`` is a CTE with ``unum``, ``utext``, ``prev`` (NULL while unknown) and ``head`` (``chain_head``, or
@@ -62,7 +64,8 @@ def chain_users(whole: str, others: str, ends: str | None, d: Dialect, group: st
     of the sessions starting in the span but missing from ``whole`` (``Y``), or None when there are none.
 
     With ``group``, a column of all three naming the span (the time series' bucket): the CTEs then count per value,
-    and ``count`` is a ``SELECT group, users``; without, ``count`` is one SQL value.
+    and ``count`` is a ``SELECT group, users``; without, ``count`` is one SQL value. ``counted``, a ``SELECT`` of
+    ``n`` (per ``group``), gives the heads where a pass the read makes anyway counted them.
 
     The heads are counted over both forms at once, so that scan reads no user; the few users looked up are matched
     to ``whole`` by a list, whose size the engine then knows (DuckDB took a subquery's rows for a fifth of the
@@ -70,19 +73,22 @@ def chain_users(whole: str, others: str, ends: str | None, d: Dialect, group: st
     """
     key = f"{group}, " if group else ""
     by = f" GROUP BY {group}" if group else ""
-    ctes = []
-    counts = [f"SELECT {key}count(*) AS n FROM {whole} WHERE head{by}"]
+    # ``X`` and ``Y`` are few, and each is read four times: kept.
+    ctes = [d.cte("chain_x", others, materialized=True)]
+    if ends:
+        ctes.append(d.cte("chain_y", ends, materialized=True))
+    counts = [counted or f"SELECT {key}count(*) AS n FROM {whole} WHERE head{by}"]
     for form, _ in _FORMS:
         looked_up = f"x_{form}"
-        listed = f"SELECT DISTINCT {key}{form} FROM ({others}) AS x WHERE {form} IS NOT NULL"
-        ending = f"SELECT {key}{form} FROM ({ends}) AS y WHERE {form} IS NOT NULL" if ends else None
+        listed = f"SELECT DISTINCT {key}{form} FROM chain_x AS x WHERE {form} IS NOT NULL"
+        ending = f"SELECT {key}{form} FROM chain_y AS y WHERE {form} IS NOT NULL" if ends else None
         ctes.append(d.cte(looked_up, listed + (f" UNION {ending}" if ending else ""), materialized=True))
         # The sessions of ``whole`` of those users: whether one of them is a head, per span.
         ctes.append(
             d.cte(
                 f"seen_{form}",
                 f"SELECT {key}{form}, {d.bool_or('head')} AS head FROM {whole} WHERE prev IS NOT NULL "
-                f"AND {form} IN ({d.few_rows(form, looked_up)}) "
+                f"{_only(form)}AND {form} IN ({d.few_rows(form, looked_up)}) "
                 f"GROUP BY {key}{form}",
                 materialized=True,
             )
@@ -98,6 +104,12 @@ def chain_users(whole: str, others: str, ends: str | None, d: Dialect, group: st
         union = " UNION ALL ".join(counts)
         return ",\n".join(ctes), f"SELECT {group}, sum(n) AS users FROM ({union}) AS c GROUP BY {group}"
     return ",\n".join(ctes), " + ".join(f"coalesce(({count}), 0)" for count in counts)
+
+
+def _only(form: str) -> str:
+    """SQL: ``AND`` the user has this form, tested on the other's NULLs where that is the cheaper read (a string
+    user's: its strings are read only for the sessions holding one)."""
+    return "AND unum IS NULL " if form == "utext" else ""
 
 
 def _pair_in(key: str, form: str, seen: str, alias: str, where: str | None = None) -> str:

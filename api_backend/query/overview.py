@@ -61,6 +61,8 @@ _SESSION_AVERAGES = """count(*) AS sessions, avg(pageviews) AS pages_per_session
          avg(CASE WHEN pageviews = 1 THEN 100.0 ELSE 0.0 END) AS bounce_rate, avg(duration) AS session_duration"""
 # Buckets that start on a local quarter-hour, so on a UTC one where ``zones.quarter_hours_align``.
 _QUARTER_BUCKETS = frozenset({"fifteen_minutes", "hour", "day", "week", "month", "year"})
+# A whole session inside one bucket with one user: its user is that of its bucket.
+_ONE_USER = "one_bucket AND users_count = 1"
 # A whole session the time series buckets by its ``quarter_hours`` (``store/sessions.py``) rather than by its events:
 # known quarter-hours, and one user, so its users per bucket are that user in each bucket it has events in.
 _BY_QUARTERS = "users_count = 1 AND quarter_hours IS NOT NULL"
@@ -266,6 +268,14 @@ def _series_from_facts(scope: Scope, bucket: str, d: Dialect, spans: Sequence[Sp
     whole_extra = f", users, users_count, {start_bucket} AS start_bucket, {one_bucket} AS one_bucket"
     if d.row_ids:
         whole_extra += ", rowid AS session_row"
+    # The users of the sessions of one user inside one bucket counted along their chains (``query/chains.py``):
+    # a session is its user's first in its bucket when its previous one started before the bucket (or the
+    # window). Local times then run straight (one offset all window long), so a bucket is one span of UTC time.
+    chained = chains_answer(scope, d) and constant_offset(scope.window) is not None
+    if chained:
+        head = chain_head("prev_first_seen", "first_seen", scope.window, p)
+        before_bucket = f"{local_time('prev_first_seen', scope.window, d, p)} < {start_bucket}"
+        whole_extra += f", prev_first_seen AS prev, ({head} OR {before_bucket}) AS head"
     # The whole sessions whose events are bucketed one by one: those not inside one bucket, unless their
     # quarter-hours give their buckets (``_by_quarters``: in Asia/Kolkata at 100M events, 44,304 sessions whose
     # 403,786 events took about a fifth of the daily series' CPU; its SQL, narrowing included, 5,830 -> 5,170 ms).
@@ -305,8 +315,12 @@ def _series_from_facts(scope: Scope, bucket: str, d: Dialect, spans: Sequence[Sp
     # 22.3 -> 16.9 s at 100M (``bench/analysis.md``).
     users = f"SELECT bucket, {d.user_number('u')} AS unum, {d.user_text('u')} AS utext FROM bu"
     listed = "one_bucket"
-    if not d.merged_sessions:
-        users += " UNION ALL SELECT start_bucket, unum, utext FROM whole WHERE one_bucket AND users_count = 1"
+    if chained:
+        # The heads' sessions count apart; the unknown ones among them are looked up with the other pairs.
+        users += f" UNION ALL SELECT start_bucket, unum, utext FROM whole WHERE {_ONE_USER} AND prev IS NULL"
+        listed += " AND users_count <> 1"
+    elif not d.merged_sessions:
+        users += f" UNION ALL SELECT start_bucket, unum, utext FROM whole WHERE {_ONE_USER}"
         listed += " AND users_count <> 1"
     # The sessions bucketed by their quarter-hours: each quarter-hour's pageviews, and its bucket with the user.
     by_quarters, quarter_pageviews = "", ""
@@ -322,10 +336,13 @@ def _series_from_facts(scope: Scope, bucket: str, d: Dialect, spans: Sequence[Sp
     # The whole sessions are grouped once by start bucket, for their session numbers (as sums, with the edge
     # sessions' added before the averages are taken) and for the pageviews of those inside one bucket: one pass
     # over the table instead of two (at 100M events 3,676 -> 3,328 ms, at 10M 271 -> 241 ms).
+    # With chains, the same pass counts each bucket's heads.
     per_start = (
         "SELECT start_bucket AS bucket, count(*) AS n, sum(pageviews) AS pv, "
         "count(*) FILTER (WHERE pageviews = 1) AS bounces, sum(duration) AS dur, "
-        "sum(pageviews) FILTER (WHERE one_bucket) AS pv_one FROM whole GROUP BY 1"
+        "sum(pageviews) FILTER (WHERE one_bucket) AS pv_one"
+        + (f", count(*) FILTER (WHERE {_ONE_USER} AND head) AS heads" if chained else "")
+        + " FROM whole GROUP BY 1"
     )
     edge_sums = f"SELECT {session_bucket}, 1, pageviews, CASE WHEN pageviews = 1 THEN 1 ELSE 0 END, duration FROM edge"
     bv = """bv AS (SELECT bucket, sum(n) AS users FROM (
@@ -337,6 +354,19 @@ def _series_from_facts(scope: Scope, bucket: str, d: Dialect, spans: Sequence[Sp
     if d.distinct_aggregates:
         # ClickHouse: the pairs' two groupings took 1,484 ms at 10M events, counted per bucket 442 ms.
         bv = "bv AS (SELECT bucket, count(DISTINCT unum) + count(DISTINCT utext) AS users FROM bt GROUP BY 1)"
+    if chained:
+        # The users of the other sessions starting in a bucket, as the table keeps them (their first event's
+        # bucket may hold none of theirs): those of the whole sessions not counted by their heads, and of the
+        # sessions crossing the window's end.
+        ends = f"SELECT start_bucket AS bucket, unum, utext FROM whole WHERE NOT ({_ONE_USER})"
+        ending = ending_sessions(scope, f"{start_bucket} AS bucket, user_number AS unum, user_text AS utext", d, p)
+        if ending:
+            ends += f" UNION ALL {ending}"
+        heads = "SELECT start_bucket AS bucket, unum, utext, prev, head FROM whole WHERE " + _ONE_USER
+        looked_up, counted = chain_users(
+            "heads", "SELECT * FROM bt", ends, d, group="bucket", counted="SELECT bucket, heads AS n FROM sw"
+        )
+        bv = f"{d.cte('heads', heads, materialized=False)},\n{looked_up},\nbv AS ({counted})"
     sql = f"""WITH {ctes},
 sw AS ({per_start}),
 sb AS (SELECT bucket, sum(n) AS sessions, sum(pv) / sum(n) AS pages_per_session,

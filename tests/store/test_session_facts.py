@@ -731,9 +731,10 @@ def test_facts036_each_session_keeps_the_start_of_the_one_before_it_in_its_users
     assert {session: prev for *_, session, prev in rows} == expected
 
 
-def test_facts037_the_overview_counts_users_along_their_chains_as_the_event_grouping_does(seeded):
-    """On every kind of window, with every chain known and with some unknown (folded since the last lookup): the
-    users of the whole sessions from their chains, the few others looked up, equal the event grouping's."""
+def test_facts037_the_overview_and_its_series_count_users_along_their_chains_as_the_event_grouping_does(seeded):
+    """On every kind of window, zone and bucket, with every chain known and with some unknown (folded since the last
+    lookup): the users of the whole sessions from their chains, the few others looked up, equal the event
+    grouping's, over the window and per bucket."""
     store, _ = seeded
     store.chain_sessions()
     rng = random.Random(37)
@@ -747,6 +748,14 @@ def test_facts037_the_overview_counts_users_along_their_chains_as_the_event_grou
             facts = build_overview_query(scope, DUCKDB)
             assert "prev_first_seen" in facts.sql
             assert_same(run(store, facts), run(store, build_overview_events_query(scope, DUCKDB)), (state, window))
+            bucket = rng.choice(BUCKETS)
+            series = build_overview_series_query(scope, bucket, DUCKDB)
+            # Along chains where one offset holds all window long (so a bucket is one span of time).
+            assert ("prev_first_seen" in series.sql) == (constant_offset(window) is not None), window
+            expected = run(store, build_overview_series_events_query(scope, bucket, DUCKDB))
+            assert_same(run(store, series), expected, (state, window, bucket))
+            if series.narrowing is not None:
+                assert_same(run_narrowed(store, series)[0], expected, (state, window, bucket))
     store.chain_sessions()
 
 
