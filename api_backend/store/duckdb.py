@@ -112,10 +112,10 @@ FOLD_ROWS = 5_000
 # after a commit that leaves the log larger than this.
 CHECKPOINT_WAL_BYTES = 256 * 2**20
 # The sessions whose previous session in their user's chain is unknown (``store/sessions.py``) are looked up together
-# once folds have brought this many events since the last lookup: it reads the users of every stored session (about
-# 0.1-0.2 s at 26M sessions), while reads take the users of the unknown ones one by one, as they take the edge
-# sessions'. So those stay below this many.
-CHAIN_ROWS = 50_000
+# once folds have brought this many events since the last lookup: the lookup reads the users of every stored session
+# (0.4-0.8 s at 26M sessions, so 2-4 us per event folded), while reads take the users of the unknown ones one by one,
+# as they take the edge sessions'. Those stay below the sessions of this many events.
+CHAIN_ROWS = 200_000
 # The rows ``error_events`` copies.
 _ERROR_ROWS = "type = 'error'"
 # A ``sessions`` table from an earlier version is copied this many sessions at a time (``build_sessions_upgrade``).
