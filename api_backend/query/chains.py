@@ -113,8 +113,9 @@ def _only(form: str) -> str:
 
 
 def _pair_in(key: str, form: str, seen: str, alias: str, where: str | None = None) -> str:
-    """SQL: the row ``alias`` has a row of ``seen`` for its user (and span), where ``where`` holds in it."""
+    """SQL: the row ``alias`` has a row of ``seen`` for its user (and span), where ``where`` holds in it (a tuple
+    ``IN``, which both engines take without correlating the lookup)."""
     columns = [c.strip() for c in key.split(",") if c.strip()] + [form]
-    match = " AND ".join(f"s.{c} = {alias}.{c}" for c in columns)
-    tail = f" AND s.{where}" if where else ""
-    return f"EXISTS (SELECT 1 FROM {seen} AS s WHERE {match}{tail})"
+    tail = f" WHERE {where}" if where else ""
+    listed = ", ".join(f"{alias}.{c}" for c in columns)
+    return f"({listed}) IN (SELECT {', '.join(columns)} FROM {seen}{tail})"
