@@ -54,22 +54,22 @@ def chain_head(prev: str, first: str, window: Window, p: Params) -> str:
 
 
 def chain_users(
-    whole: str, others: str, ends: str | None, d: Dialect, group: str | None = None, counted: str | None = None
+    whole: str, others: str, ends: str | None, d: Dialect, *, group: str | None = None, heads: str | None = None
 ) -> tuple[str, str]:
-    """``(CTEs, count)``: the distinct users of the whole sessions ``whole`` and of the users ``others`` (``X``).
+    """``(CTEs, count)``: the distinct users of the whole sessions ``whole`` and of the users ``others`` (``X``),
+    less the heads of ``whole``, which the read counts in a pass it makes anyway (``count(*) FILTER (WHERE head)``).
 
     ``whole`` is a CTE with ``unum``, ``utext``, ``prev`` (NULL while unknown) and ``head`` (``chain_head``, or
     whatever tells a session the first of its user in its span); a session whose ``prev`` is NULL counts through
     ``others`` instead, which must name it. ``others`` is a ``SELECT`` of ``unum, utext``; ``ends`` one of the users
     of the sessions starting in the span but missing from ``whole`` (``Y``), or None when there are none.
 
-    With ``group``, a column of all three naming the span (the time series' bucket): the CTEs then count per value,
-    and ``count`` is a ``SELECT group, users``; without, ``count`` is one SQL value. ``counted``, a ``SELECT`` of
-    ``n`` (per ``group``), gives the heads where a pass the read makes anyway counted them.
+    With ``group``, a column of all three naming the span (the time series' bucket): ``count`` is then a ``SELECT
+    group, users`` adding the heads of ``heads`` (a ``SELECT group, n``); without, one SQL value.
 
-    The heads are counted over both forms at once, so that scan reads no user; the few users looked up are matched
-    to ``whole`` by a list, whose size the engine then knows (DuckDB took a subquery's rows for a fifth of the
-    sessions and built its hash table from the 25M sessions instead: 2.7 s at 100M events).
+    The few users looked up are matched to ``whole`` by a list, each form on its own, whose size the engine then
+    knows (DuckDB took a subquery's rows for a fifth of the sessions and built its hash table from the 25M sessions
+    instead: 2.7 s at 100M events).
     """
     key = f"{group}, " if group else ""
     by = f" GROUP BY {group}" if group else ""
@@ -77,7 +77,7 @@ def chain_users(
     ctes = [d.cte("chain_x", others, materialized=True)]
     if ends:
         ctes.append(d.cte("chain_y", ends, materialized=True))
-    counts = [counted or f"SELECT {key}count(*) AS n FROM {whole} WHERE head{by}"]
+    counts = [heads] if heads else []
     for form, _ in _FORMS:
         looked_up = f"x_{form}"
         listed = f"SELECT DISTINCT {key}{form} FROM chain_x AS x WHERE {form} IS NOT NULL"
@@ -88,8 +88,7 @@ def chain_users(
             d.cte(
                 f"seen_{form}",
                 f"SELECT {key}{form}, {d.bool_or('head')} AS head FROM {whole} WHERE prev IS NOT NULL "
-                f"{_only(form)}AND {form} IN ({d.few_rows(form, looked_up)}) "
-                f"GROUP BY {key}{form}",
+                f"{_only(form)}AND {form} IN ({d.few_rows(form, looked_up)}) GROUP BY {key}{form}",
                 materialized=True,
             )
         )

@@ -171,15 +171,20 @@ def _overview_from_facts(scope: Scope, d: Dialect) -> Query:
     the distinct users took 3.2 of the overview's 3.3 s on DuckDB."""
     p = Params()
     columns = "session_id, session_start, duration, pageviews, unum, utext"
-    union = d.cte("s", f"SELECT {columns} FROM whole UNION ALL SELECT {columns} FROM edge", materialized=False)
     if not chains_answer(scope, d):
+        union = d.cte("s", f"SELECT {columns} FROM whole UNION ALL SELECT {columns} FROM edge", materialized=False)
         return p.query(f"WITH {_facts_ctes(scope, d, p)},\n{union}\n{_headline(d, split_users=True)}")
     head = chain_head("prev_first_seen", "first_seen", scope.window, p)
     ctes = _facts_ctes(scope, d, p, f", prev_first_seen AS prev, {head} AS head")
+    # The heads are counted in the pass over every session the other numbers make.
+    union = d.cte(
+        "s", f"SELECT {columns}, head FROM whole UNION ALL SELECT {columns}, false FROM edge", materialized=False
+    )
     others = "SELECT unum, utext FROM edge UNION ALL SELECT unum, utext FROM whole WHERE prev IS NULL"
     ends = ending_sessions(scope, "user_number AS unum, user_text AS utext", d, p)
     chained, users = chain_users("whole", others, ends, d)
-    return p.query(f"WITH {ctes},\n{union},\n{chained}\n{_HEADLINE.format(users=users)}")
+    headline = _HEADLINE.format(users=f"count(*) FILTER (WHERE head) + {users}")
+    return p.query(f"WITH {ctes},\n{union},\n{chained}\n{headline}")
 
 
 def build_overview_events_query(scope: Scope, d: Dialect) -> Query:
@@ -364,7 +369,7 @@ def _series_from_facts(scope: Scope, bucket: str, d: Dialect, spans: Sequence[Sp
             ends += f" UNION ALL {ending}"
         heads = "SELECT start_bucket AS bucket, unum, utext, prev, head FROM whole WHERE " + _ONE_USER
         looked_up, counted = chain_users(
-            "heads", "SELECT * FROM bt", ends, d, group="bucket", counted="SELECT bucket, heads AS n FROM sw"
+            "heads", "SELECT * FROM bt", ends, d, group="bucket", heads="SELECT bucket, heads AS n FROM sw"
         )
         bv = f"{d.cte('heads', heads, materialized=False)},\n{looked_up},\nbv AS ({counted})"
     sql = f"""WITH {ctes},
