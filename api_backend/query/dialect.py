@@ -396,7 +396,8 @@ class ClickHouseDialect(Dialect):
     # 6.3 -> 2.3 s at 100M.
     funnel_lists: bool = True
     keeps_large_ctes: bool = True
-    # The chains are kept in the sealed rows only (``user_chains`` of the sealed read).
+    # Its tables keep no chains: kept in the sealed rows they made a full seal 2.5 times as long, and the reads
+    # paid only where they kept their looked-up users once, which chdb failed in some shapes (``bench/analysis.md``).
     user_chains: bool = False
 
     def bind(self, query: Query) -> tuple[str, Mapping[str, Any]]:
