@@ -308,9 +308,17 @@ class DuckDBEventStore:
             self._look_up_chains()
 
     def _look_up_chains(self) -> None:
-        """Give every session whose previous session is unknown its value (``build_chain_pass``)."""
-        self._in_one_transaction(build_chain_pass())
+        """Give every session whose previous session is unknown its value (``build_chain_pass``).
+
+        It runs after the events it follows are committed, so a failure (the memory limit, a full disk) must not look
+        like a refused write: it is logged, the chains stay unknown (reads stay exact, looking their users up), and
+        the lookup runs again once as many events more have been folded.
+        """
         self._unchained_rows = 0
+        try:
+            self._in_one_transaction(build_chain_pass())
+        except duckdb.Error as exc:
+            log.warning("looking up the sessions' chains in %s postponed: %s", self.path, exc)
 
     def chain_sessions(self) -> None:
         """Fold the pending events and look up every unknown previous session now, however few are unknown."""

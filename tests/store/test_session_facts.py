@@ -1069,6 +1069,28 @@ def test_facts021_a_fold_that_fails_stores_nothing_and_the_next_append_folds_eve
     assert session_rows(store) == rebuilt(rows)
 
 
+def test_facts038_a_chain_lookup_that_fails_after_a_commit_refuses_nothing_and_reads_stay_exact(monkeypatch, caplog):
+    """The lookup runs after the events it follows are committed: its failure is logged, the append still returns
+    (a writer retrying it would store the events twice), the chains stay unknown and the overview stays exact; the
+    next lookup gives them."""
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)
+    monkeypatch.setattr(duckdb_module, "CHAIN_ROWS", 100)
+    rows = random_events(random.Random(38), 300)
+    store = DuckDBEventStore(":memory:")
+    monkeypatch.setattr(duckdb_module, "build_chain_pass", lambda: [Query("SELECT error('out of memory')")])
+    with caplog.at_level("WARNING"):
+        assert store.append(rows_to_table(rows), log_seq=1) == len(rows)
+    assert "chains" in caplog.text and "out of memory" in caplog.text
+    assert store.applied_log_seq() == 1 and store.query("SELECT count(*) FROM events") == [(len(rows),)]
+    assert store.query("SELECT count(*) FROM sessions WHERE prev_first_seen IS NULL") == [(300,)]
+    scope = Scope((1,), Window(START, START + timedelta(days=DAYS), "UTC", mode="date"))
+    facts = build_overview_query(scope, DUCKDB)
+    assert "prev_first_seen" in facts.sql
+    assert_same(run(store, facts), run(store, build_overview_events_query(scope, DUCKDB)), scope)
+    monkeypatch.undo()
+    assert session_rows(store) == rebuilt(rows)  # looked up
+
+
 def test_facts018_pending_events_outlive_a_restart_and_are_folded_once(tmp_path):
     rows = random_events(random.Random(18), 100)
     store = DuckDBEventStore(tmp_path / "events.duckdb")
