@@ -33,8 +33,8 @@ from api_backend.query.window import Window
 
 __all__ = ["chain_head", "chains_answer", "chain_users"]
 
-# The two forms of a user (``Dialect.user_number``) as the sessions read name them, with the table's own columns.
-_FORMS = (("unum", "user_number"), ("utext", "user_text"))
+# The two forms of a user (``Dialect.user_number``) as the sessions read name them.
+_FORMS = ("unum", "utext")
 
 
 def chains_answer(scope: Scope, d: Dialect) -> bool:
@@ -78,7 +78,7 @@ def chain_users(
     if ends:
         ctes.append(d.cte("chain_y", ends, materialized=True))
     counts = [heads] if heads else []
-    for form, _ in _FORMS:
+    for form in _FORMS:
         looked_up = f"x_{form}"
         listed = f"SELECT DISTINCT {key}{form} FROM chain_x AS x WHERE {form} IS NOT NULL"
         ending = f"SELECT {key}{form} FROM chain_y AS y WHERE {form} IS NOT NULL" if ends else None

@@ -172,19 +172,24 @@ def _overview_from_facts(scope: Scope, d: Dialect) -> Query:
     p = Params()
     columns = "session_id, session_start, duration, pageviews, unum, utext"
     if not chains_answer(scope, d):
-        union = d.cte("s", f"SELECT {columns} FROM whole UNION ALL SELECT {columns} FROM edge", materialized=False)
+        union = _every_session(columns, d)
         return p.query(f"WITH {_facts_ctes(scope, d, p)},\n{union}\n{_headline(d, split_users=True)}")
     head = chain_head("prev_first_seen", "first_seen", scope.window, p)
     ctes = _facts_ctes(scope, d, p, f", prev_first_seen AS prev, {head} AS head")
     # The heads are counted in the pass over every session the other numbers make.
-    union = d.cte(
-        "s", f"SELECT {columns}, head FROM whole UNION ALL SELECT {columns}, false FROM edge", materialized=False
-    )
+    union = _every_session(columns, d, heads=True)
     others = "SELECT unum, utext FROM edge UNION ALL SELECT unum, utext FROM whole WHERE prev IS NULL"
     ends = ending_sessions(scope, "user_number AS unum, user_text AS utext", d, p)
     chained, users = chain_users("whole", others, ends, d)
     headline = _HEADLINE.format(users=f"count(*) FILTER (WHERE head) + {users}")
     return p.query(f"WITH {ctes},\n{union},\n{chained}\n{headline}")
+
+
+def _every_session(columns: str, d: Dialect, *, heads: bool = False) -> str:
+    """The CTE ``s``: the whole sessions, then the edge ones, with ``columns``; with ``heads``, also whether each is
+    its user's head (``query/chains.py``; an edge session never is)."""
+    whole, edge = (f"{columns}, head", f"{columns}, false") if heads else (columns, columns)
+    return d.cte("s", f"SELECT {whole} FROM whole UNION ALL SELECT {edge} FROM edge", materialized=False)
 
 
 def build_overview_events_query(scope: Scope, d: Dialect) -> Query:
