@@ -28,7 +28,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from api_backend.commands import CommandError, ProgressBar, command_settings, open_event_services
+from api_backend.commands import (
+    CommandError,
+    ProgressBar,
+    command_settings,
+    open_event_services,
+    without_huge_pages,
+)
 from api_backend.errors import APIError
 from api_backend.settings import Settings, SettingsError
 from api_backend.store.errors import RecordError
@@ -221,6 +227,7 @@ def seed_command(args: argparse.Namespace) -> dict[str, Any]:
         raise CommandError(f"no site with id {args.site}")
     from api_backend.seed import write_events
 
+    without_huge_pages()
     services = open_event_services(settings)
     bar = ProgressBar(args.events)
     try:

@@ -26,7 +26,7 @@ from tests.support import free_port, patient
 SCRIPT = Path(sys.executable).with_name("sitelens")
 
 
-def _env(data_dir: Path, **extra: str) -> dict[str, str]:
+def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")}
     env["SITELENS_DATA_DIR"] = str(data_dir)
     env.update(extra)
@@ -37,7 +37,7 @@ def run_cli(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProce
     """Run ``sitelens ARGS`` with ``SITELENS_DATA_DIR=data_dir``."""
     command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
     return subprocess.run(
-        [*command, *args], env=_env(data_dir, **env), capture_output=True, text=True, timeout=120, check=False
+        [*command, *args], env=cli_env(data_dir, **env), capture_output=True, text=True, timeout=120, check=False
     )
 
 
@@ -342,7 +342,7 @@ def test_cli015_admin_works_while_the_event_store_is_locked(data_dir: Path, stor
 def test_cli016_serve_answers_api_and_dashboard(tmp_path: Path, access_log: bool) -> None:
     port = free_port()
     command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
-    env = _env(tmp_path / "ignored")
+    env = cli_env(tmp_path / "ignored")
     if access_log:
         env["SITELENS_ACCESS_LOG"] = "true"
     server = subprocess.Popen(
@@ -389,7 +389,7 @@ def test_cli020_serve_on_a_clickhouse_store_seals_its_sessions(tmp_path: Path) -
     command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
     server = subprocess.Popen(
         [*command, "serve", "--port", str(port)],
-        env=_env(data_dir, **events),
+        env=cli_env(data_dir, **events),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -424,7 +424,7 @@ def test_cli018_dashboard_serves_pages_against_an_api_url(tmp_path: Path) -> Non
     command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
     server = subprocess.Popen(
         [*command, "dashboard", "--port", str(port)],
-        env=_env(tmp_path / "data", SITELENS_API_URL="http://127.0.0.1:9/api"),
+        env=cli_env(tmp_path / "data", SITELENS_API_URL="http://127.0.0.1:9/api"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -9,7 +11,7 @@ import pytest
 
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import EVENT_TYPES
-from tests.cli.test_cli import assert_fails, ok_json, run_cli
+from tests.cli.test_cli import assert_fails, cli_env, ok_json, run_cli
 
 NOW = "2026-03-01T12:00:00Z"
 NOW_NAIVE = datetime(2026, 3, 1, 12, 0)
@@ -110,3 +112,42 @@ def test_cliseed005_unknown_site_writes_nothing(tmp_path: Path) -> None:
     assert_fails(seed(data_dir, 999, "--events", "10"), "999")
     assert_fails(seed(data_dir, "no-such-id", "--events", "10"), "no-such-id")
     assert not (data_dir / "events.duckdb").exists()
+
+
+def _reports_huge_pages() -> bool:
+    status = Path("/proc/self/status")
+    return status.exists() and "THP_enabled:" in status.read_text()
+
+
+# Runs the command's entry point, then prints the process's own THP_enabled line (1, or 0 once disabled).
+_SEED_THEN_REPORT = """
+import sys
+from sitelens.cli import main
+assert main(sys.argv[1:]) == 0
+print(next(line for line in open("/proc/self/status") if line.startswith("THP_enabled:")).split()[1])
+"""
+
+
+@pytest.mark.skipif(not _reports_huge_pages(), reason="the kernel does not report THP_enabled")
+def test_cliseed006_seeding_runs_without_transparent_huge_pages(tmp_path: Path) -> None:
+    """The seeding process asks the kernel for no transparent huge pages (faulting them in cost it about 15%);
+    a process that does not seed keeps them."""
+    data_dir = tmp_path / "data"
+    site = make_site(data_dir)
+
+    def run(*args: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", _SEED_THEN_REPORT, *args],
+            env=cli_env(data_dir),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip().splitlines()
+
+    seeded = run("seed", "--site", str(site["siteId"]), "--events", "2000", "--seed", "3", "--now", NOW)
+    assert seeded == ['{"inserted": 2000}', "0"]
+    listed = run("admin", "create-api-key", "--email", "s@example.com", "--name", "k")
+    assert listed[-1] == "1"

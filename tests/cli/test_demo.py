@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from api_backend.demo import DEMO_DOMAIN, DEMO_EMAIL, DEMO_GOALS, DEMO_PASSWORD, format_summary, setup_demo
 from api_backend.services import Services
 from api_backend.store.events import EVENT_TYPES
-from tests.cli.test_cli import SCRIPT, _env
+from tests.cli.test_cli import SCRIPT, cli_env
 from tests.support import free_port, patient
 
 
@@ -95,7 +95,7 @@ def test_demo003_command_prints_the_summary_and_serves(tmp_path: Path) -> None:
     command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sitelens.cli"]
     demo = subprocess.Popen(
         [*command, "demo", "--port", str(port)],
-        env=_env(tmp_path / "demo-data"),
+        env=cli_env(tmp_path / "demo-data"),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
