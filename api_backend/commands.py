@@ -1,4 +1,5 @@
-"""What every ``sitelens`` command shares: its error type, its settings, opening the stores, a progress bar.
+"""What ``sitelens`` commands share: the error type, settings, opening the stores, a progress bar, and (for bulk
+jobs) turning transparent huge pages off.
 
 Kept apart from ``cli.py`` (the parser and the admin and seed commands) so command modules such as
 ``clickhouse_admin`` can use these without importing the parser that registers them.
