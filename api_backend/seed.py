@@ -21,13 +21,15 @@ The same ``seed`` and ``now`` give the same rows. Everything is drawn from the t
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from api_backend import seed_catalog as catalog
 from api_backend.store.events import EVENT_COLUMNS, EVENT_SCHEMA, EVENT_TYPES
@@ -100,6 +102,25 @@ def _pick_rows(rng: np.random.Generator, cum_rows: np.ndarray, rows: np.ndarray)
     return (u[:, None] >= cum_rows[rows]).sum(axis=1)
 
 
+# Elements per slice of an element-wise computation spread over threads (``_by_slices``).
+_SLICE = 1 << 20
+_THREADS = min(4, os.cpu_count() or 1)
+_R = TypeVar("_R")
+
+
+def _by_slices(compute: Callable[[slice], _R], size: int) -> list[_R]:
+    """``compute`` of consecutive slices covering ``range(size)``, in order, run on up to ``_THREADS`` threads.
+
+    For element-wise numpy work, which lets the GIL go: each element's result is the same as in one call over the
+    whole range, and the slices' temporaries stay small.
+    """
+    slices = [slice(i, min(i + _SLICE, size)) for i in range(0, size, _SLICE)]
+    if len(slices) < 2 or _THREADS < 2:
+        return [compute(part) for part in slices]
+    with ThreadPoolExecutor(_THREADS) as pool:
+        return list(pool.map(compute, slices))
+
+
 class _Strings:
     """Interns strings to indices; ``array()`` is the Arrow dictionary that ``take`` expands."""
 
@@ -117,7 +138,8 @@ class _Strings:
         return pa.array(list(self._index), type=pa.string())
 
 
-_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+# The two lower-case hex digits of each byte value, as the two bytes of a little-endian uint16.
+_HEX_PAIRS = np.array([ord(f"{b:02x}"[0]) | ord(f"{b:02x}"[1]) << 8 for b in range(256)], dtype="<u2")
 
 
 def _hex_strings(rng: np.random.Generator, k: int, nbytes: int, prefix: bytes = b"") -> pa.Array:
@@ -127,10 +149,13 @@ def _hex_strings(rng: np.random.Generator, k: int, nbytes: int, prefix: bytes = 
     chars = np.empty((k, width), dtype=np.uint8)
     if prefix:
         chars[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    chars[:, len(prefix) :: 2] = _HEX_DIGITS[raw >> 4]
-    chars[:, len(prefix) + 1 :: 2] = _HEX_DIGITS[raw & 15]
+
+    def fill(rows: slice) -> None:
+        chars[rows, len(prefix) :] = _HEX_PAIRS[raw[rows]].view(np.uint8)
+
+    _by_slices(fill, k)
     offsets = np.arange(0, (k + 1) * width, width, dtype=np.int32)
-    return pa.StringArray.from_buffers(k, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes()))
+    return pa.StringArray.from_buffers(k, pa.py_buffer(offsets), pa.py_buffer(chars))
 
 
 def _json(value: object) -> str:
@@ -334,7 +359,7 @@ class _Visitors:
         self._user_ids.append(_hex_strings(rng, k, 8))
         identified = rng.random(k) < _IDENTIFIED_SHARE
         ids = _hex_strings(rng, k, 5, prefix=b"usr_")
-        self._identified.append(pa.array(np.where(identified, ids.to_numpy(zero_copy_only=False), ""), pa.string()))
+        self._identified.append(pc.if_else(pa.array(identified), ids, ""))
         self.last_end = np.concatenate([self.last_end, np.full(k, _FAR_PAST, dtype=np.int64)])
         self.size += k
         self._arrays = None
@@ -369,17 +394,22 @@ def _sample_starts(rng: np.random.Generator, count: int, days: int, now_ms: int)
     parts, need = [], count
     while need > 0:
         m = int(need * 2.5) + 64
-        t = start_ms + (rng.random(m) * span).astype(np.int64)
-        day = t // _DAY_MS
-        weight = (
-            np.interp((t % _DAY_MS) / _HOUR_MS, np.arange(25), hours)
-            * _WEEKDAY_WEIGHTS[(day + 3) % 7]  # 1970-01-01 was a Thursday
-            * day_factor[day - first_day]
-            * (0.85 + 0.3 * (t - start_ms) / span)
-        )
-        kept = t[rng.random(m) * ceiling < weight][:need]
-        parts.append(kept)
-        need -= len(kept)
+        # Candidate times, then one acceptance draw each (rejection sampling against the rhythm's weight).
+        when, accept = rng.random(m), rng.random(m)
+
+        def kept(part: slice, when: np.ndarray = when, accept: np.ndarray = accept) -> np.ndarray:
+            t = start_ms + (when[part] * span).astype(np.int64)
+            day = t // _DAY_MS
+            weight = (
+                np.interp((t % _DAY_MS) / _HOUR_MS, np.arange(25), hours)
+                * _WEEKDAY_WEIGHTS[(day + 3) % 7]  # 1970-01-01 was a Thursday
+                * day_factor[day - first_day]
+                * (0.85 + 0.3 * (t - start_ms) / span)
+            )
+            return t[accept[part] * ceiling < weight]
+
+        parts.append(np.concatenate(_by_slices(kept, m))[:need])
+        need -= len(parts[-1])
     return np.sort(np.concatenate(parts))
 
 

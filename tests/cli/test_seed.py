@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from api_backend import seed
 from api_backend.ingest.channels import classify_channel
 from api_backend.ingest.payload import parse_event
 from api_backend.seed import SESSION_GAP_MS, generate_events, write_events
@@ -308,3 +309,26 @@ def test_seed017_write_events_commits_through_the_batch_writer(tmp_path) -> None
     # About a second normally; the bound only catches a per-event Python loop on a busy machine.
     assert elapsed < 60
     store.close()
+
+
+def test_seed018_rows_do_not_depend_on_how_the_work_is_sliced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The element-wise steps run in slices on several threads; any slicing gives the rows of one whole pass."""
+
+    def run() -> pa.Table:
+        return pa.concat_tables(list(generate_events(3, 30_000, 14, 5, now=NOW, chunk_rows=10_000)))
+
+    monkeypatch.setattr(seed, "_SLICE", 1 << 40)  # one slice: the whole range in one call
+    whole = run()
+    monkeypatch.setattr(seed, "_SLICE", 997)
+    monkeypatch.setattr(seed, "_THREADS", 3)
+    assert run().equals(whole)
+    monkeypatch.setattr(seed, "_THREADS", 1)
+    assert run().equals(whole)
+
+
+def test_seed019_hex_strings_are_the_drawn_bytes_in_hex(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(seed, "_SLICE", 1_000)
+    for k, nbytes, prefix in ((4_321, 5, b"usr_"), (3, 2, b""), (2_000, 8, b"")):
+        drawn = np.random.default_rng(8).integers(0, 256, size=(k, nbytes), dtype=np.uint8)
+        strings = seed._hex_strings(np.random.default_rng(8), k, nbytes, prefix=prefix)
+        assert strings.to_pylist() == [prefix.decode() + row.tobytes().hex() for row in drawn]
