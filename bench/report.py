@@ -63,6 +63,11 @@ def _seeded_at(block: dict[str, Any]) -> str:
     return f" (seeded at {block['seeded_at']})" if block.get("seeded_at") else ""
 
 
+def _with_bits(seal: dict[str, Any]) -> str:
+    """`` with the goals' bits`` where the seal wrote some (a run from before they were kept has no count)."""
+    return " with the goals' bits" if seal.get("goal_sites") else ""
+
+
 def _mb(n: float | None) -> str:
     return "-" if not n else f"{n / 2**20:,.0f} MB"
 
@@ -339,7 +344,7 @@ def _scale(scale: dict[str, Any]) -> list[str]:
         if b.get("clickhouse_sessions_seal"):
             seal = b["clickhouse_sessions_seal"]
             facts.append(
-                f"its {seal['sessions']:,} sessions sealed (`sitelens clickhouse-seal-sessions`) in "
+                f"its {seal['sessions']:,} sessions sealed{_with_bits(seal)} (`sitelens clickhouse-seal-sessions`) in "
                 f"{seal['seconds']:,.0f} s"
             )
         for s in stores:

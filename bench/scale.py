@@ -8,8 +8,9 @@ before (its start moved one more day before the seeded data, as the dashboard bl
 result cache has no answer), and once more for the last window (answered from the result cache). So each uncached
 figure is the route's own queries plus the HTTP round trip, the cost a site owner waits for on a live window.
 Then the same on a copy of the events in a ClickHouse store (chdb, ``sitelens migrate-events``; its sessions
-table then merged into one part by ``sitelens clickhouse-merge-sessions``, as its operator would, and its sessions
-sealed by ``sitelens clickhouse-seal-sessions``, as a server does soon after it starts) unless
+table then merged into one part by ``sitelens clickhouse-merge-sessions``, as its operator would, the site's goals
+recorded as the goal bits its seals write, as a server's first goals list does, and its sessions sealed by
+``sitelens clickhouse-seal-sessions``, as a server does soon after it starts) unless
 ``--duckdb-only``. With ``--events-url`` only the server on ``--data-dir`` with that event store is timed (a
 ClickHouse store copied before, such as ``chdb://<dir>/chdb``, so a change is measured without copying again).
 Prints one JSON object (per store and route: median and best ms of the answered requests, the
@@ -39,6 +40,7 @@ from api_backend.query.goals import GoalSpec
 from api_backend.settings import load_settings
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.metadata import MetadataStore
+from api_backend.store.open import open_event_store
 from bench.accounts import BenchAccount
 from bench.dashboard import _window
 from bench.profile import _api_key
@@ -216,6 +218,20 @@ def merge_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
     return _clickhouse_command(ch_dir, url, "clickhouse-merge-sessions")
 
 
+def ask_goal_bits(ch_dir: Path, url: str, site: int) -> None:
+    """Record the site's goals on the copy as the goal bits its seals write (``ClickHouseEventStore.store_goal_bits``):
+    a server does it at the site's first goals list and then seals again in the background, which the timed routes
+    would meet; before the copy's first seal it only records them, and the seal writes them."""
+    settings = load_settings(
+        {}, data_dir=str(ch_dir), events_url=url, clickhouse_seal_seconds="off", clickhouse_merge_hour="off"
+    )
+    store, _ = open_event_store(settings)
+    try:
+        store.store_goal_bits(site, _site_goals(ch_dir, site))
+    finally:
+        store.close()
+
+
 def seal_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
     """Seal the copy's sessions (``sitelens clickhouse-seal-sessions``): a server seals them soon after it starts,
     and the reads take whole sessions from the seal once it is written. Returns the command's JSON."""
@@ -238,7 +254,8 @@ def run_scale(
         result["clickhouse_store_load"] = {"seconds": seconds}
         log(f"    {seconds:.0f} s; merging its sessions table (`sitelens clickhouse-merge-sessions`)")
         result["clickhouse_sessions_merge"] = merge_sessions(ch_dir, url)
-        log(f"    {result['clickhouse_sessions_merge']['seconds']:.0f} s; sealing its sessions")
+        log(f"    {result['clickhouse_sessions_merge']['seconds']:.0f} s; sealing its sessions with the goals' bits")
+        ask_goal_bits(ch_dir, url, _api_key(data_dir)[1])
         result["clickhouse_sessions_seal"] = seal_sessions(ch_dir, url)
         log(f"    {result['clickhouse_sessions_seal']['seconds']:.0f} s; ClickHouse store")
         try:

@@ -82,6 +82,9 @@ class Dialect:
     shared_facts: bool = True
     # Whether the ``sessions`` table holds partial rows of a session that a read merges (``facts.sessions_relation``).
     merged_sessions: bool = False
+    # Whether the sealed rows keep the goal bits the goals list reads (``goals.build_goals_stored_query``), where
+    # the ``sessions`` table keeps none (``session_facts`` false).
+    sealed_goal_masks: bool = False
     # Where it does, the seal a read takes finished sessions from instead (``facts.SealedRead``), once a narrowing
     # found one to read; None reads merge every row.
     sealed: SealedRead | None = None
@@ -372,7 +375,7 @@ class ClickHouseDialect(Dialect):
 
     name: str = "clickhouse"
     # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view) without DuckDB's goal bits, user forms and
-    # keys: the reads that need them group the events.
+    # keys: the reads that need them group the events (the goals list reads the bits of the sealed rows).
     session_facts: bool = False
     # The others (the overview and its series, a session-level parameter's values, the paths, the pages of sessions
     # and a goal's breakdown by a session-level parameter) read the table's rows merged with
@@ -381,6 +384,8 @@ class ClickHouseDialect(Dialect):
     shared_facts: bool = True
     # An ``AggregatingMergeTree``: a session's rows in different parts hold partial states until merged.
     merged_sessions: bool = True
+    # A seal writes each session's goal bits into its sealed row (``store/clickhouse.py``).
+    sealed_goal_masks: bool = True
     # ``uniqExact``, whose states spill like any grouping. On chdb, the sessions per page of 10M events 4.8 -> 1.7 s
     # (60 -> 22 s at 100M, within the 4 GB limit), the overview's users 1.8 -> 1.1 s (``bench/analysis.md``).
     distinct_aggregates: bool = True

@@ -169,7 +169,9 @@ _RELATION = (
 )  # fmt: skip
 
 
-def sessions_relation(d: Dialect, p: Params, site_ids: tuple[int, ...], stored: Sequence[str] | None = None) -> str:
+def sessions_relation(
+    d: Dialect, p: Params, site_ids: tuple[int, ...], stored: Sequence[str] | None = None, part: str | None = None
+) -> str:
     """What reads name ``sessions``: the table, or where it holds partial rows (``Dialect.merged_sessions``) one row
     per session of ``site_ids``, with the columns reads use under the names DuckDB's table gives them.
 
@@ -178,7 +180,8 @@ def sessions_relation(d: Dialect, p: Params, site_ids: tuple[int, ...], stored: 
     left open, found in ``sessions`` by their indexes. A session counts once: sealed sessions first seen before
     ``open_from`` (which no open one is) are taken whole, later ones unless open, and open ones from ``sessions``.
     Without a seal it merges every row of the site's table with ``FINAL``. ``stored`` names the only columns a read
-    takes: the engine then resolves those alone.
+    takes: the engine then resolves those alone. ``part`` (with a seal only) keeps the ``"sealed"`` rows, with their
+    ``goal_mask`` too, or the ``"open"`` ones.
     """
     if not d.merged_sessions:
         return "sessions"
@@ -193,14 +196,16 @@ def sessions_relation(d: Dialect, p: Params, site_ids: tuple[int, ...], stored: 
         f"SELECT session_id FROM sessions WHERE {sites} AND last_seen >= {cutoff}"
     )
     columns = ", ".join(stored or _RELATION)
-    rows = f"SELECT {columns} FROM sealed_sessions WHERE generation = {generation} AND {sites} AND first_seen"
+    sealed_columns = f"{columns}, goal_mask" if part == "sealed" else columns
+    rows = f"SELECT {sealed_columns} FROM sealed_sessions WHERE generation = {generation} AND {sites} AND first_seen"
     merged = _merged_sessions(d, stored, f"{sites} AND session_id IN ({opened})")
-    parts = (
+    parts = [
         f"{rows} < {open_from}",
         f"{rows} >= {open_from} AND session_id NOT IN ({opened})",
         f"SELECT {columns} FROM ({merged}) AS open WHERE first_seen >= {open_from}",
-    )
-    return f"({' UNION ALL '.join(parts)}) AS sessions"
+    ]
+    chosen = parts[:2] if part == "sealed" else parts[2:] if part == "open" else parts
+    return f"({' UNION ALL '.join(chosen)}) AS sessions"
 
 
 def _merged_sessions(d: Dialect, stored: Sequence[str] | None, where: str) -> str:
@@ -368,8 +373,9 @@ def selects_by_events(scope: Scope) -> bool:
     return any(not f.is_session_level for f in scope.session_filters)
 
 
-def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
-    """``SELECT <columns> FROM sessions``: the qualifying sessions whose every event lies in the window."""
+def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params, part: str | None = None) -> str:
+    """``SELECT <columns> FROM sessions``: the qualifying sessions whose every event lies in the window (with a seal
+    to read, those of one ``part`` of ``sessions_relation`` only if given)."""
     p.reads_sessions = True
     w = scope.window
     where = [
@@ -382,7 +388,8 @@ def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
             where.append(compare(_COLUMN[f.parameter], f.type, f.values, d, p))
         else:
             where.append(_any_event(f, scope, d, p))
-    return f"SELECT {columns} FROM {sessions_relation(d, p, scope.site_ids)} WHERE {' AND '.join(where)}"
+    relation = sessions_relation(d, p, scope.site_ids, part=part)
+    return f"SELECT {columns} FROM {relation} WHERE {' AND '.join(where)}"
 
 
 def _crossing(scope: Scope, p: Params) -> list[tuple[str, str]]:

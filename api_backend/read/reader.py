@@ -96,7 +96,9 @@ class EventReader:
         when one of ``goals`` has no stored bit yet, the store is asked in the background to keep those
         (``store/goal_bits.py``), and this read groups the events.
         """
-        rows = None if stored is None else self._stored_goal_rows(scope, goals, stored, site_goals)
+        # The bits kept in sealed rows answer the goals list only (``Dialect.sealed_goal_masks``).
+        reads_bits = stored is not None and self.dialect.session_facts
+        rows = self._stored_goal_rows(scope, goals, stored, site_goals) if reads_bits and stored else None
         return self.rows(grouped, scope) if rows is None else rows
 
     def _stored_goal_rows(
@@ -107,7 +109,7 @@ class EventReader:
         site_goals: Callable[[], Sequence[GoalSpec]] | None,
     ) -> Rows | None:
         """The rows of ``stored(bits)`` (``goal_rows``), or None where the bits cannot answer."""
-        if len(scope.site_ids) != 1 or not facts_answer(scope, self.dialect):
+        if len(scope.site_ids) != 1 or not facts_answer(scope, self.dialect, self.dialect.sealed_goal_masks):
             return None
         (site_id,) = scope.site_ids
         bits = self._store.stored_goal_bits(site_id, goals)
@@ -116,17 +118,18 @@ class EventReader:
                 self.store_goal_bits_soon(site_id, site_goals)
             return None
         rows = self.rows(stored(bits), scope)
-        # Every row carries the same flag; a goal changed since the bits were looked up when it is set.
-        if rows and rows[0]["stale_result"]:
+        # Every row carries the same flag; a goal changed since the bits were looked up when it is set. A form the
+        # narrowing picked that reads no bits carries none.
+        if rows and rows[0].get("stale_result"):
             return None
         for row in rows:
-            del row["stale_result"]
+            row.pop("stale_result", None)
         return rows
 
     def store_goal_bits_soon(self, site_id: int, site_goals: Callable[[], Sequence[GoalSpec]]) -> None:
         """Have the store keep the bits of the site's goals, in a thread of its own (one per site at a time; one asked
         for while it runs runs after it, with the goals then; none within ``RETRY_GOAL_BITS_SECONDS`` of a failure)."""
-        if not self.dialect.session_facts:  # the store keeps no goal bits
+        if not (self.dialect.session_facts or self.dialect.sealed_goal_masks):  # the store keeps no goal bits
             return
         with self._registering_lock:
             failed = self._failed_at.get(site_id)

@@ -36,8 +36,15 @@ import pyarrow as pa
 
 from api_backend.formats import naive_utc
 from api_backend.query.dialect import CLICKHOUSE, NO_CUTOFF
-from api_backend.query.goals import GoalSpec
-from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE, sealed_rows_sql, sessions_fill_sql
+from api_backend.query.goals import GoalSpec, goal_definition, goal_mask
+from api_backend.query.sql import Params
+from api_backend.store.clickhouse_schema import (
+    MIGRATIONS,
+    SCHEMA_TABLE,
+    goal_masks_sql,
+    sealed_rows_sql,
+    sessions_fill_sql,
+)
 from api_backend.store.events import (
     EVENT_COLUMNS,
     EVENT_SCHEMA,
@@ -45,6 +52,7 @@ from api_backend.store.events import (
     QueryRejectedError,
     QueryTooLargeError,
 )
+from api_backend.store.goal_bits import Registry, plan_bits, registry_goal
 
 __all__ = ["INSERT_SETTINGS", "NO_CUTOFF", "QUERY_SETTINGS", "ClickHouseEventStore", "Seal", "memory_settings"]
 
@@ -118,6 +126,9 @@ _RANGE = " AND ".join(
 _DELETE_SETTINGS: dict[str, Any] = {"lightweight_deletes_sync": 2, "mutations_sync": 2}
 # ``OPTIMIZE`` returns once every replica has merged.
 _MERGE_SETTINGS: dict[str, Any] = {"alter_sync": 2}
+
+# A full seal writing goal bits groups the masks of the sessions of at most about this many events per statement.
+SEAL_SLICE_EVENTS = 15_000_000
 
 # The sessions a seal left open, by the indexes of ``sessions`` (one condition each: an ``OR`` of the two would use
 # neither), given the seal's ``log`` position and ``open_cutoff``.
@@ -472,7 +483,8 @@ class ClickHouseEventStore:
                     parameters=params,
                     settings=_DELETE_SETTINGS,
                 )
-            for target in (*self._copies.values(), self._delete_sessions, self._delete_sealed):
+            targets = (*self._copies.values(), self._delete_sessions, self._delete_sealed)
+            for target in (*targets, "goal_definitions", "sealed_goal_bits"):
                 self.client.command(
                     f"DELETE FROM {target} WHERE site_id = {{site:Int32}}", parameters=params, settings=_DELETE_SETTINGS
                 )
@@ -517,42 +529,92 @@ class ClickHouseEventStore:
         write, write every such session into a new generation; later ones only the sessions left open by the seal
         before (an event after its log position, or one at or after its cutoff), found by the indexes of
         ``sessions``. A sealed session that got events anyway (a clock set back) is open again: its row goes, and it
-        is sealed anew. A crash before the record leaves rows its start deletes (``_recover_seals``). Returns the
-        seal's number, its generation, whether it was full, and the sessions it wrote.
+        is sealed anew. A crash before the record leaves rows its start deletes (``_recover_seals``). Each row gets
+        the goal bits of its site (``store_goal_bits``): a full seal those the sites last asked for, a later one
+        those of its generation. Returns the seal's number, its generation, whether it was full, the sessions it
+        wrote, and the sites whose goal bits it wrote.
         """
         with self._seal_lock:
-            if self._seal_failed:
-                self._recover_seals()
-            current = self.current_seal()
-            applied = self.applied_log_seq()
-            if current is not None:
-                cutoff = max(cutoff, current.cutoff)
-            seal = (current.seal if current else 0) + 1
-            # An unsealing already started the generation a full seal writes.
-            generation = 1 if current is None else current.generation
-            full = current is None or current.cutoff == NO_CUTOFF
-            params: dict[str, Any] = {"cutoff": cutoff}
-            keys = ""
-            if current is not None and not full:
-                params |= {"log": current.log_seq, "open_cutoff": current.cutoff}
-                keys = f"(site_id, session_id) IN ({_OPEN_KEYS})"
-                self._drop_reopened(generation, keys, params)
-            before = self._sealed_count(generation)
-            where = "merged.last_seen < {cutoff:DateTime64(3, 'UTC')}"
-            # Rows of a seal that fails before its record are deleted before the next writes its own.
-            self._seal_failed = True
+            return self._seal(cutoff, again=False)
+
+    def _seal(self, cutoff: datetime, *, again: bool) -> dict[str, Any]:
+        """``seal_sessions`` with the seal lock held; ``again``: a full seal in a new generation while the current
+        one stays readable until it is recorded (``store_goal_bits``)."""
+        if self._seal_failed:
+            self._recover_seals()
+        current = self.current_seal()
+        applied = self.applied_log_seq()
+        if current is not None:
+            cutoff = max(cutoff, current.cutoff)
+        seal = (current.seal if current else 0) + 1
+        full = current is None or current.cutoff == NO_CUTOFF or again
+        # An unsealing already started the generation a full seal writes.
+        generation = 1 if current is None else current.generation + (1 if again else 0)
+        params: dict[str, Any] = {"cutoff": cutoff}
+        keys = ""
+        if current is not None and not full:
+            params |= {"log": current.log_seq, "open_cutoff": current.cutoff}
+            keys = f"(site_id, session_id) IN ({_OPEN_KEYS})"
+            self._drop_reopened(generation, keys, params)
+        before = self._sealed_count(generation)
+        where = "merged.last_seen < {cutoff:DateTime64(3, 'UTC')}"
+        # Rows of a seal that fails before its record are deleted before the next writes its own.
+        self._seal_failed = True
+        if full:
+            registry = self._asked_goal_bits()
+            self._write_generation_bits(generation, registry)
+        else:
+            registry = self._generation_goal_bits(generation)
+        for statement_keys, masks, mask_params in self._sealing_statements(registry, keys, full, params):
             self.client.command(
-                sealed_rows_sql("sealed_sessions", generation, seal, where, keys=keys),
-                parameters=params,
+                sealed_rows_sql("sealed_sessions", generation, seal, where, keys=statement_keys, masks=masks),
+                parameters=params | mask_params,
             )
-            self._record_seal(Seal(seal, generation, applied, cutoff))
-            self._seal_failed = False
-            if not full:
-                # A read holding a seal from before the last full one may still read the generation before; after
-                # a seal more, none does.
-                self._drop_generations_before(generation)
-            written = self._sealed_count(generation) - before
-        return {"seal": seal, "generation": generation, "full": full, "sessions": written}
+        self._record_seal(Seal(seal, generation, applied, cutoff))
+        self._seal_failed = False
+        if not full:
+            # A read holding a seal from before the last full one may still read the generation before; after
+            # a seal more, none does.
+            self._drop_generations_before(generation)
+        written = self._sealed_count(generation) - before
+        sites = sum(1 for pairs in registry.values() if pairs)
+        return {"seal": seal, "generation": generation, "full": full, "sessions": written, "goal_sites": sites}
+
+    def _sealing_statements(
+        self, registry: Registry, keys: str, full: bool, params: Mapping[str, Any]
+    ) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(keys, masks, parameters)`` of each statement a seal writes its rows with (``sealed_rows_sql``).
+
+        Without goal bits to write, one statement. With them, each session's mask is grouped from its completing
+        events and joined to its row: a full seal does it in slices of the sessions (by a hash of their ids) of at
+        most ``SEAL_SLICE_EVENTS`` events each, as at 100M events one statement ran out of the engine's 3.73 GiB;
+        a later seal reads the events of the sessions it writes, from the first of them on.
+        """
+        p = Params()
+        masks = {
+            site: goal_mask([(bit, registry_goal(text)) for bit, text in pairs], CLICKHOUSE, p)
+            for site, pairs in registry.items()
+            if pairs
+        }
+        if not masks:
+            return [(keys, "", {})]
+        if not full:
+            (first,) = self.client.query(
+                f"SELECT min(first_seen) FROM sessions WHERE {keys}", parameters=dict(params)
+            ).result_rows[0]
+            if first is None:
+                return [(keys, "", {})]
+            since = CLICKHOUSE.time_bound("timestamp", ">=", "{open_first:DateTime64(3, 'UTC')}")
+            sql, values = CLICKHOUSE.bind(p.query(goal_masks_sql(masks, f"{keys} AND {since}")))
+            return [(keys, sql, {**values, "open_first": naive_utc(first)})]
+        (events,) = self.client.query("SELECT count() FROM events").result_rows[0]
+        slices = max(1, -(-int(events) // SEAL_SLICE_EVENTS))
+        statements = []
+        for k in range(slices):
+            part = f"cityHash64(session_id) % {slices} = {k}" if slices > 1 else "true"
+            sql, values = CLICKHOUSE.bind(p.query(goal_masks_sql(masks, part)))
+            statements.append((part if slices > 1 else keys, sql, dict(values)))
+        return statements
 
     def _record_seal(self, seal: Seal) -> None:
         self.client.command(
@@ -590,6 +652,11 @@ class ClickHouseEventStore:
         for (partition,) in rows:
             if int(partition) < generation:
                 self.client.command(f"ALTER TABLE {self._delete_sealed} DROP PARTITION {int(partition)}")
+        self.client.command(
+            "DELETE FROM sealed_goal_bits WHERE generation < {g:UInt32}",
+            parameters={"g": generation},
+            settings=_DELETE_SETTINGS,
+        )
 
     def _unseal(self) -> None:
         """Record a seal holding no sessions (``NO_CUTOFF``), in a new generation (seal lock held)."""
@@ -625,11 +692,79 @@ class ClickHouseEventStore:
         )
 
     def stored_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> list[int] | None:
-        """None: reads on ClickHouse group events, so its sessions keep no goal bits."""
-        return None
+        """Each goal's bit of the sealed rows' ``goal_mask`` when the current seal is readable and its generation
+        was written with a bit for every one of ``goals``, else None. A read checks the generation it binds
+        (``query.goals.build_goals_stored_query``): a newer one may give the bits to other definitions."""
+        rows = self.client.query(
+            "SELECT bit, definition FROM sealed_goal_bits WHERE site_id = {site:Int32} AND generation = "
+            "(SELECT argMax(generation, seal) FROM session_seals) "
+            "AND (SELECT argMax(cutoff, seal) FROM session_seals) > {none:DateTime64(3, 'UTC')}",
+            parameters={"site": site_id, "none": NO_CUTOFF},
+        ).result_rows
+        bits = {str(text): int(bit) for bit, text in rows}
+        found = [bits.get(goal_definition(goal)) for goal in goals]
+        return None if any(bit is None for bit in found) else [bit for bit in found if bit is not None]
 
     def store_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> None:
-        """Nothing to keep (see ``stored_goal_bits``)."""
+        """Record the definitions of the site's ``goals`` (all of them, in the order they should get bits) as what
+        the site asks for, and where the current seal's generation lacks one of them, seal every finished session
+        again into a new generation with them (the current one stays readable until that seal is recorded).
+
+        A definition the site asked for before keeps its bit. Without a readable seal, the next full seal writes
+        them. At 100M events the seal takes about what the first one does plus a minute (``bench/analysis.md``).
+        """
+        with self._seal_lock:
+            asked = self._asked_goal_bits()
+            previous = asked.get(site_id, ())
+            plan = plan_bits([(bit, text, True) for bit, text in previous], goals)
+            wanted = sorted([*((b, t) for b, t in previous if b not in plan.dropped), *plan.added])
+            if wanted != sorted(previous):
+                self._ask_goal_bits(site_id, wanted)
+            current = self.current_seal()
+            if current is None or current.cutoff == NO_CUTOFF:
+                return  # the next seal is full and writes them
+            written = {text for _, text in self._generation_goal_bits(current.generation).get(site_id, ())}
+            if all(text in written for _, text in wanted):
+                return
+            self._seal(current.cutoff, again=True)
+
+    def _asked_goal_bits(self) -> dict[int, list[tuple[int, str]]]:
+        """Per site, the ``(bit, definition)`` pairs it asked for last (``goal_definitions``)."""
+        rows = self.client.query(
+            "SELECT site_id, bit, definition FROM goal_definitions WHERE (site_id, asked) IN "
+            "(SELECT site_id, max(asked) FROM goal_definitions GROUP BY site_id) AND definition != '' "
+            "ORDER BY site_id, bit"
+        ).result_rows
+        registry: dict[int, list[tuple[int, str]]] = {}
+        for site, bit, text in rows:
+            registry.setdefault(int(site), []).append((int(bit), str(text)))
+        return registry
+
+    def _ask_goal_bits(self, site_id: int, pairs: Sequence[tuple[int, str]]) -> None:
+        """Record ``pairs`` as what ``site_id`` asks for (a row with no definition where it asks for none)."""
+        (asked,) = self.client.query("SELECT max(asked) FROM goal_definitions").result_rows[0]
+        number = int(asked or 0) + 1
+        values = [(site_id, number, bit, text) for bit, text in pairs] or [(site_id, number, 0, "")]
+        self.client.insert("goal_definitions", values, column_names=["site_id", "asked", "bit", "definition"])
+
+    def _generation_goal_bits(self, generation: int) -> dict[int, list[tuple[int, str]]]:
+        """Per site, the ``(bit, definition)`` pairs ``generation``'s masks were written with."""
+        rows = self.client.query(
+            "SELECT site_id, bit, definition FROM sealed_goal_bits WHERE generation = {g:UInt32} ORDER BY site_id, bit",
+            parameters={"g": generation},
+        ).result_rows
+        registry: dict[int, list[tuple[int, str]]] = {}
+        for site, bit, text in rows:
+            registry.setdefault(int(site), []).append((int(bit), str(text)))
+        return registry
+
+    def _write_generation_bits(self, generation: int, registry: Registry) -> None:
+        """Record ``registry`` as the definitions of ``generation`` (replacing those of a full seal of it that was
+        never recorded)."""
+        self.client.command(f"ALTER TABLE sealed_goal_bits DROP PARTITION {int(generation)}", settings=_MERGE_SETTINGS)
+        values = [(generation, site, bit, text) for site, pairs in sorted(registry.items()) for bit, text in pairs]
+        if values:
+            self.client.insert("sealed_goal_bits", values, column_names=["generation", "site_id", "bit", "definition"])
 
     def count(self, site_id: int | None = None) -> int:
         """Number of stored events (of one site, or all)."""

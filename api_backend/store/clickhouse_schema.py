@@ -45,11 +45,17 @@ Choices, each because of how sitelens reads:
   the events), ordered by ``(site_id, toDate(timestamp), type, event_name, session_id, timestamp)``: a goal's
   matching events of a day lie together, so a goal reads a few granules per day where ``events`` has them in every
   granule (at 100M events the sessions with a ``signup`` event 1.9 -> 0.16 s, ``bench/analysis.md``).
+- Schema version 9 keeps goal bits in the sealed rows (``goal_mask``): a seal sets in each session's row the bits of
+  its site's goals its events complete, so the goals list counts whole sessions per mask without reading an event.
+  ``goal_definitions`` holds what each site asked for (the definitions of its goals, each with its bit, newest
+  ``asked`` first); ``sealed_goal_bits`` the definitions each generation's masks were written with
+  (``ClickHouseEventStore.store_goal_bits``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import pyarrow as pa
 
@@ -68,6 +74,7 @@ __all__ = [
     "column_type",
     "error_rows_sql",
     "events_columns_sql",
+    "goal_bits_sql",
     "goal_rows_sql",
     "pairs_sql",
     "pathnames_sql",
@@ -497,15 +504,54 @@ def sealed_sql(database: str | None = None) -> list[str]:
     ]
 
 
+def _goal_definitions_table(name: str, engine: str, on_cluster: str = "") -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (site_id Int32, asked UInt64, bit UInt8, definition String)\n"
+        f"ENGINE = {engine}\nORDER BY (site_id, asked, bit)\nSETTINGS {TABLE_SETTINGS}"
+    )
+
+
+def _sealed_goal_bits_table(name: str, engine: str, on_cluster: str = "") -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (generation UInt32, site_id Int32, bit UInt8, "
+        f"definition String)\nENGINE = {engine}\nPARTITION BY generation\nORDER BY (site_id, bit)\n"
+        f"SETTINGS {TABLE_SETTINGS}"
+    )
+
+
+_GOAL_MASK = "ADD COLUMN IF NOT EXISTS `goal_mask` UInt64 DEFAULT 0"
+
+
+def goal_bits_sql(database: str | None = None) -> list[str]:
+    """Schema version 9: ``goal_mask`` on ``sealed_sessions``, ``goal_definitions`` and ``sealed_goal_bits``.
+
+    The rows sealed before hold no bits (0): a site's goals are written into them by the seal its first read asks for.
+    """
+    prefix = f"`{database}`." if database else ""
+    return [
+        f"ALTER TABLE {prefix}sealed_sessions {_GOAL_MASK}",
+        _goal_definitions_table(f"{prefix}goal_definitions", "MergeTree"),
+        _sealed_goal_bits_table(f"{prefix}sealed_goal_bits", "MergeTree"),
+    ]
+
+
 def sealed_rows_sql(
-    target: str, generation: int, seal: int, where: str, *, keys: str = "", source: str = "sessions"
+    target: str,
+    generation: int,
+    seal: int,
+    where: str,
+    *,
+    keys: str = "",
+    source: str = "sessions",
+    masks: str = "",
 ) -> str:
     """``INSERT`` into ``target`` (``sealed_sessions``) of the finished rows of the sessions of ``source`` where
     ``where`` holds (a condition on the finished row), for ``generation`` and ``seal``; with ``keys``, only of the
     sessions whose rows it selects (a condition on ``site_id`` and ``session_id``).
 
-    The rows are merged with ``FINAL``, which streams them in the table's order: a grouping held every session of
-    the first seal at once (40 s for the 10M-event bench file's copy, 4.5 s so).
+    ``masks`` is a ``SELECT session_id, mask`` of the sessions completing a goal (``goal_masks_sql``): their rows get
+    that ``goal_mask``, the others 0. The rows are merged with ``FINAL``, which streams them in the table's order: a
+    grouping held every session of the first seal at once (40 s for the 10M-event bench file's copy, 4.5 s so).
     """
     picked = {name for name, *_ in _picks()}
     values = {
@@ -518,10 +564,27 @@ def sealed_rows_sql(
     selected = ",\n    ".join(f"{values.get(name, f'merged.{name}')} AS `{name}`" for name in names)
     columns = ", ".join(f"`{name}`" for name in names)
     rows = f"SELECT * FROM {source} FINAL{' WHERE ' + keys if keys else ''}"
+    joined = f" LEFT JOIN ({masks}) AS masks ON masks.session_id = merged.session_id" if masks else ""
+    mask = "coalesce(masks.mask, 0)" if masks else "0"
     return (
-        f"INSERT INTO {target} (`generation`, `seal`, `site_id`, `session_id`, {columns})\n"
-        f"SELECT {generation}, {seal}, merged.site_id, merged.session_id,\n    {selected}\n"
-        f"FROM ({rows}) AS merged\nWHERE {where}"
+        f"INSERT INTO {target} (`generation`, `seal`, `site_id`, `session_id`, {columns}, `goal_mask`)\n"
+        f"SELECT {generation}, {seal}, merged.site_id, merged.session_id,\n    {selected},\n    {mask} AS `goal_mask`\n"
+        f"FROM ({rows}) AS merged{joined}\nWHERE {where}"
+    )
+
+
+def goal_masks_sql(masks: Mapping[int, str], where: str, source: str = "events") -> str:
+    """``SELECT session_id, mask``: each session of ``source`` (its rows where ``where`` holds) whose events complete
+    a goal of its site, with the ``groupBitOr`` of their bits. ``masks`` holds per site a per-event mask expression
+    (``query.goals.goal_mask``). Only the completing rows are grouped: a session without one gets 0 from its absence.
+    """
+    branches = " ".join(f"WHEN {site} THEN {mask}" for site, mask in sorted(masks.items()))
+    per_event = f"CASE site_id {branches} ELSE 0 END"
+    sites = ", ".join(str(site) for site in sorted(masks))
+    return (
+        f"SELECT session_id, groupBitOr(event_mask) AS mask FROM "
+        f"(SELECT session_id, {per_event} AS event_mask FROM {source} WHERE site_id IN ({sites}) AND {where}) "
+        "AS completing WHERE event_mask <> 0 GROUP BY session_id"
     )
 
 
@@ -610,6 +673,21 @@ def _cluster_versions(cluster: str, database: str) -> list[list[str]]:
             ),
             *_open_indexes(f"{db}.sessions_local", on),
         ],
+        [
+            f"ALTER TABLE {db}.sealed_sessions_local{on} {_GOAL_MASK}",
+            f"ALTER TABLE {db}.sealed_sessions{on} {_GOAL_MASK}",
+            # Written by the one sitelens process, read by every node: a copy on each, like the seals.
+            _goal_definitions_table(
+                f"{db}.goal_definitions",
+                "ReplicatedMergeTree('/clickhouse/tables/" + database + "/{table}', '{replica}')",
+                on,
+            ),
+            _sealed_goal_bits_table(
+                f"{db}.sealed_goal_bits",
+                "ReplicatedMergeTree('/clickhouse/tables/" + database + "/{table}', '{replica}')",
+                on,
+            ),
+        ],
     ]
 
 
@@ -660,6 +738,8 @@ def cluster_upgrade_sql(cluster: str, database: str, from_version: int) -> list[
         7: fill_sessions,
         # Nothing to fill: sitelens's first seal writes the sealed sessions.
         8: [],
+        # Nor here: the seal a site's first goals list asks for writes its bits.
+        9: [],
     }
     statements: list[str] = []
     for version, tables in enumerate(_cluster_versions(cluster, database), start=1):
@@ -678,4 +758,5 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     tuple(goal_rows_sql()),
     tuple(pairs_sql()),
     tuple(sealed_sql()),
+    tuple(goal_bits_sql()),
 )

@@ -196,7 +196,7 @@ class EventStore(Protocol):
 
     def stored_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> list[int] | None:
         """Each goal's bit of the stored sessions' ``goal_mask`` when the store keeps one for every goal, else None
-        (``store/goal_bits.py``; only the DuckDB store keeps them)."""
+        (``store/goal_bits.py``; the ClickHouse store keeps them in its sealed rows, ``store/clickhouse.py``)."""
         ...
 
     def store_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> None:

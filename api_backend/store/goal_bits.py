@@ -22,6 +22,10 @@ A read uses the masks only when each goal it counts has a ready row (``stored_go
 the same snapshot as the masks it reads (``query.goals.build_goals_stored_query``): a goal changed in between sends it
 back to the events. Registering reads all of the site's events (tens of seconds at 100M events), so the reader asks
 for it in the background and answers from the events until it is done (``read/reader.py``).
+
+The ClickHouse store cannot update rows in place: it writes the bits into each session's sealed row as the seal
+writes the row, and a definition its generation lacks has every finished session sealed again into a new one
+(``ClickHouseEventStore.store_goal_bits``). It takes ``plan_bits`` and ``registry_goal`` from here.
 """
 
 from __future__ import annotations

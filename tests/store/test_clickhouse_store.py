@@ -211,11 +211,25 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
         parameters={"db": chdb_database},
     ).result_rows
     assert indexes == [("sealed_sessions", "last_seen"), ("sessions", "last_seen"), ("sessions", "max_log_seq")]
-    assert store.schema_version == 8
+    # Each sealed session's goal bits, and the definitions asked for and sealed (version 9).
+    assert sealed_types["goal_mask"] == "UInt64"
+    assert _column_types(chdb_client, chdb_database, "goal_definitions") == {
+        "site_id": "Int32",
+        "asked": "UInt64",
+        "bit": "UInt8",
+        "definition": "String",
+    }
+    assert _column_types(chdb_client, chdb_database, "sealed_goal_bits") == {
+        "generation": "UInt32",
+        "site_id": "Int32",
+        "bit": "UInt8",
+        "definition": "String",
+    }
+    assert store.schema_version == 9
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 8
-    assert store.query("SELECT count() FROM sitelens_schema") == [(8,)]
+    assert again.schema_version == 9
+    assert store.query("SELECT count() FROM sitelens_schema") == [(9,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):
@@ -516,7 +530,7 @@ def test_chstore020_upgrading_to_version_5_stores_new_times_with_t64_and_reads_t
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 8
+    assert upgraded.schema_version == 9
     codecs = (
         "SELECT table, compression_codec FROM system.columns WHERE database = currentDatabase() "
         "AND name = 'timestamp' AND table IN ('events', 'error_events')"
