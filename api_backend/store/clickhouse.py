@@ -127,8 +127,11 @@ _DELETE_SETTINGS: dict[str, Any] = {"lightweight_deletes_sync": 2, "mutations_sy
 # ``OPTIMIZE`` returns once every replica has merged.
 _MERGE_SETTINGS: dict[str, Any] = {"alter_sync": 2}
 
-# A full seal writing goal bits groups the masks of the sessions of at most about this many events per statement.
-SEAL_SLICE_EVENTS = 15_000_000
+# A full seal writing goal bits groups the masks of the sessions of at most about this many events per statement: each
+# statement reads all of ``sessions`` (an eighth of it took 24 s at 100M events, the whole 45 s), while one statement
+# holds the 128-bit keys and masks of the sessions completing a goal (18.4M at 100M events: the process peaked at
+# 4.6 GB against 2.5 GB sealing without bits, ``bench/analysis.md``).
+SEAL_SLICE_EVENTS = 150_000_000
 
 # The sessions a seal left open, by the indexes of ``sessions`` (one condition each: an ``OR`` of the two would use
 # neither), given the seal's ``log`` position and ``open_cutoff``.
@@ -586,9 +589,9 @@ class ClickHouseEventStore:
         """``(keys, masks, parameters)`` of each statement a seal writes its rows with (``sealed_rows_sql``).
 
         Without goal bits to write, one statement. With them, each session's mask is grouped from its completing
-        events and joined to its row: a full seal does it in slices of the sessions (by a hash of their ids) of at
-        most ``SEAL_SLICE_EVENTS`` events each, as at 100M events one statement ran out of the engine's 3.73 GiB;
-        a later seal reads the events of the sessions it writes, from the first of them on.
+        events and joined to its row (``goal_masks_sql``): a full seal in one statement, or beyond
+        ``SEAL_SLICE_EVENTS`` events in slices of the sessions by a hash of their ids; a later seal reads the events
+        of the sessions it writes, from the first of them on.
         """
         p = Params()
         masks = {

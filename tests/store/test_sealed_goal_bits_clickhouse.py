@@ -23,6 +23,7 @@ from api_backend.query.scope import Scope
 from api_backend.query.sql import Query
 from api_backend.read.reader import EventReader
 from api_backend.settings import load_settings
+from api_backend.store import clickhouse as clickhouse_module
 from api_backend.store.clickhouse import ClickHouseEventStore
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE
 from api_backend.store.duckdb import DuckDBEventStore
@@ -244,5 +245,27 @@ def test_sealgoal006_deleting_a_site_deletes_its_definitions(chdb_settings):
         store.delete_site(1)
         assert store.query("SELECT count() FROM goal_definitions WHERE site_id = 1") == [(0,)]
         assert store.stored_goal_bits(1, GOALS) is None
+    finally:
+        store.close()
+
+
+def test_sealgoal007_a_full_seal_in_slices_writes_the_same_masks(chdb_settings, monkeypatch):
+    """Beyond ``SEAL_SLICE_EVENTS`` events a full seal writes its rows in slices of the sessions: every session is in
+    one slice, with the mask DuckDB's store keeps for it."""
+    monkeypatch.setattr(clickhouse_module, "SEAL_SLICE_EVENTS", 300)
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(45), 400)
+        store.append(rows_to_table(rows), log_seq=1)
+        store.store_goal_bits(1, GOALS)
+        sealed = store.seal_sessions(START + timedelta(days=40))
+        assert sealed["sessions"] == 400 and len(rows) > 3 * 300  # four slices or more
+        duck = DuckDBEventStore(":memory:")
+        duck.append(rows_to_table(rows))
+        duck.store_goal_bits(1, GOALS)
+        want = sorted(duck.query("SELECT site_id, session_id, goal_mask FROM sessions WHERE site_id = 1"))
+        got = sorted(store.query("SELECT site_id, session_id, goal_mask FROM sealed_sessions WHERE site_id = 1"))
+        assert got == want and any(mask for *_, mask in got)
+        assert store.query("SELECT max(goal_mask) FROM sealed_sessions WHERE site_id != 1") == [(0,)]
     finally:
         store.close()
