@@ -331,6 +331,24 @@ def _whole_session_converted(goal: GoalSpec, scope: Scope, d: Dialect, p: Params
     return f"session_id IN (SELECT session_id FROM {d.goal_rows} WHERE {window} AND {condition})"
 
 
+def _whole_converted(scope: Scope, columns: str, goal: GoalSpec, bit: int | None, d: Dialect, p: Params) -> str:
+    """``SELECT <columns>, converted FROM sessions``: the window's whole sessions (``facts.whole_sessions``), each
+    with whether it completed ``goal``: from its stored bit ``bit`` where given, else ``_whole_session_converted``.
+
+    Where the bits are the sealed rows' (``Dialect.sealed_goal_masks``), the sessions the seal left open have none:
+    they are tested as without bits.
+    """
+    if bit is None:
+        return whole_sessions(scope, f"{columns}, {_whole_session_converted(goal, scope, d, p)} AS converted", d, p)
+    if d.sealed is None or not d.sealed_goal_masks:
+        return whole_sessions(scope, f"{columns}, {_has_bit(bit, d)} AS converted", d, p)
+    sealed = whole_sessions(scope, f"{columns}, {_has_bit(bit, d)} AS converted", d, p, part="sealed")
+    opened = whole_sessions(
+        scope, f"{columns}, {_whole_session_converted(goal, scope, d, p)} AS converted", d, p, part="open"
+    )
+    return f"{sealed} UNION ALL {opened}"
+
+
 def _cheap_condition(goal: GoalSpec, d: Dialect, p: Params) -> str:
     """``goal_condition`` without its tests on ``props``: true for every event completing ``goal``, and maybe others."""
     parts, _ = _goal_tests(goal.goal_type, goal.config, d, p)
@@ -439,7 +457,7 @@ def build_goals_stored_query(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
 SELECT {totals}, r.stale AS stale_result
 FROM (SELECT coalesce(sum(n), 0) AS sessions{whole_counts} FROM whole) AS w,
      (SELECT count(*) AS sessions{_mask_counts(range(len(goals)), d)} FROM edge) AS e,
-     ({_bits_stale(site, goals, bits, p)}) AS r"""
+     ({_bits_stale(site, goals, bits, d, p)}) AS r"""
     return p.query(sql)
 
 
@@ -485,12 +503,7 @@ def _goals_from_sealed_masks(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
         "GROUP BY session_id"
     )
     edge = edge_sessions(scope, mask_columns, d, p)
-    pairs = sorted({(bit, goal_definition(g)) for bit, g in zip(bits, goals, strict=True)})
-    listed = " OR ".join(f"(bit = {p.add(bit)} AND definition = {p.add(text)})" for bit, text in pairs) or "false"
-    stale = (
-        f"SELECT count(DISTINCT bit) <> {len(pairs)} AS stale FROM sealed_goal_bits "
-        f"WHERE generation = {p.add(sealed.generation)} AND site_id = {p.add(scope.site_ids[0])} AND ({listed})"
-    )
+    stale = _bits_stale(p.add(scope.site_ids[0]), goals, bits, d, p)
     totals = ", ".join(
         [
             "w.sessions + o.sessions + e.sessions AS sessions",
@@ -515,19 +528,26 @@ def _has_bit(bit: int, d: Dialect) -> str:
     return f"{d.bit_and('goal_mask', str(1 << bit))} <> 0"
 
 
-def _stale_source(scope: Scope, goal: GoalSpec, bit: int | None, p: Params) -> str:
+def _stale_source(scope: Scope, goal: GoalSpec, bit: int | None, d: Dialect, p: Params) -> str:
     """``, (...) AS r``: the one-row ``_bits_stale`` of ``goal`` holding ``bit``, to join beside a query reading it;
     empty when the query reads no bit."""
     if bit is None:
         return ""
-    return f", ({_bits_stale(p.add(scope.site_ids[0]), [goal], [bit], p)}) AS r"
+    return f", ({_bits_stale(p.add(scope.site_ids[0]), [goal], [bit], d, p)}) AS r"
 
 
-def _bits_stale(site: str, goals: Sequence[GoalSpec], bits: Sequence[int], p: Params) -> str:
+def _bits_stale(site: str, goals: Sequence[GoalSpec], bits: Sequence[int], d: Dialect, p: Params) -> str:
     """``SELECT ... AS stale``: one row, true when the store's ready ``goal_bits`` rows of the ``site`` parameter no
-    longer give goal ``goals[i]`` the bit ``bits[i]`` (read in the query's snapshot, beside the masks it counts)."""
+    longer give goal ``goals[i]`` the bit ``bits[i]`` (read in the query's snapshot, beside the masks it counts); on
+    a seal's read (``Dialect.sealed``), when its generation was not written with them (``sealed_goal_bits``)."""
     pairs = sorted({(bit, goal_definition(g)) for bit, g in zip(bits, goals, strict=True)})
     listed = " OR ".join(f"(bit = {p.add(bit)} AND definition = {p.add(text)})" for bit, text in pairs) or "false"
+    if d.sealed is not None:
+        generation = p.add(d.sealed.generation)
+        return (
+            f"SELECT count(DISTINCT bit) <> {len(pairs)} AS stale FROM sealed_goal_bits "
+            f"WHERE generation = {generation} AND site_id = {site} AND ({listed})"
+        )
     return f"SELECT count(*) <> {len(pairs)} AS stale FROM goal_bits WHERE site_id = {site} AND ready AND ({listed})"
 
 
@@ -587,7 +607,16 @@ def build_goal_sessions_stored_query(
     scope: Scope, goal: GoalSpec, bit: int, limit: int, offset: int, d: Dialect
 ) -> Query:
     """``build_goal_sessions_query`` taking the whole sessions that converted from their stored ``goal_mask``, where
-    the goal is bit ``bit``; each row's ``stale_result`` as in ``build_goals_stored_query``."""
+    the goal is bit ``bit``; each row's ``stale_result`` as in ``build_goals_stored_query`` (on ClickHouse, where
+    the narrowing reads a seal: ``_sealed_stored``)."""
+    if d.sealed_goal_masks:
+        return _sealed_stored(
+            scope,
+            lambda dd, b: _goal_sessions_query(scope, goal, limit, offset, dd, facts=True, bit=b),
+            partial(build_goal_sessions_events_query, scope, goal, limit, offset, d),
+            bit,
+            d,
+        )
     _require_stored(scope, d)
     return _goal_sessions_query(scope, goal, limit, offset, d, facts=True, bit=bit)
 
@@ -637,11 +666,7 @@ def _goal_sessions_query(
         edge_spans = ", max(timestamp) AS session_end, min(timestamp) AS session_start"
         columns = "session_id, session_end, session_start"
         if bit is not None or goal.goal_type == "path":
-            if bit is not None:
-                listed, column = _has_bit(bit, d), "goal_mask"
-            else:
-                listed, column = _listed_path_test(goal.config["pathPattern"], d, p), "pathnames"
-            whole = f"SELECT {columns} FROM ({whole_sessions(scope, f'{spans}, {column}', d, p)}) AS w WHERE {listed}"
+            whole = f"SELECT {columns} FROM ({_whole_converted(scope, spans, goal, bit, d, p)}) AS w WHERE converted"
             hit = f"{edge_spans}, {d.bool_or(condition)} AS hit"
             edge = f"SELECT {columns} FROM ({edge_sessions(scope, hit, d, p)}) AS e WHERE hit"
             # The edge sessions are grouped once and kept. On DuckDB the whole ones are read where used rather than
@@ -698,7 +723,7 @@ def _goal_sessions_query(
         f"SELECT session_id AS page_session, session_end AS page_end{kept} FROM {candidates} "
         f"ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {skipped}"
     )
-    stale = _stale_source(scope, goal, bit, p)
+    stale = _stale_source(scope, goal, bit, d, p)
     numbered = (
         f"SELECT {page_columns}, {skipped} + row_number() OVER (ORDER BY page_end DESC, page_session) AS rn "
         f"FROM ({top}) AS top"
@@ -760,11 +785,31 @@ def build_goal_breakdown_stored_query(
 ) -> Query:
     """``build_goal_breakdown_query`` by a ``parameter`` of ``TABLE_BREAKDOWN_PARAMETERS``, whole sessions
     converted by their stored ``goal_mask``, where the goal is bit ``bit``; each row's ``stale_result`` as in
-    ``build_goals_stored_query``."""
-    _require_stored(scope, d)
+    ``build_goals_stored_query`` (on ClickHouse, where the narrowing reads a seal: ``_sealed_stored``)."""
     if parameter not in TABLE_BREAKDOWN_PARAMETERS:
         raise ValueError(f"the sessions table holds no value of {parameter}")
+    if d.sealed_goal_masks:
+        return _sealed_stored(
+            scope,
+            lambda dd, b: _goal_breakdown_query(scope, goal, parameter, dd, page, facts=True, bit=b),
+            partial(build_goal_breakdown_events_query, scope, goal, parameter, d, page),
+            bit,
+            d,
+        )
+    _require_stored(scope, d)
     return _goal_breakdown_query(scope, goal, parameter, d, page, facts=True, bit=bit)
+
+
+def _sealed_stored(
+    scope: Scope, facts: Callable[[Dialect, int | None], Query], events: Callable[[], Query], bit: int, d: Dialect
+) -> Query:
+    """A goal query on a store keeping the bits in its sealed rows: ``facts(dd, bit)`` where the narrowing reads a
+    seal (``facts.facts_where_cheaper``), the whole sealed sessions converted by their bit and the open ones tested
+    as without bits (``_whole_converted``), its rows flagged stale when the generation read was not written with
+    ``bit`` for the goal; else ``facts(dd, None)`` or ``events()``, without the flag."""
+    if len(scope.site_ids) != 1 or not facts_answer(scope, d, shared_columns=True):
+        raise ValueError("sealed goal masks answer one site's scope the sessions table answers")
+    return facts_where_cheaper(scope, lambda dd: facts(dd, bit if dd.sealed is not None else None), events, d)
 
 
 def _goal_breakdown_query(
@@ -782,8 +827,7 @@ def _goal_breakdown_query(
     condition = goal_condition(goal.goal_type, goal.config, d, p)
     if listed:
         # Whole sessions' paths from their stored lists, edge sessions' from their in-window pageviews.
-        converted = _has_bit(bit, d) if bit is not None else _whole_session_converted(goal, scope, d, p)
-        whole = whole_sessions(scope, f"pathnames AS paths, {converted} AS converted", d, p)
+        whole = _whole_converted(scope, "pathnames AS paths", goal, bit, d, p)
         edge = edge_sessions(scope, f", {pathnames(d)} AS paths, {d.bool_or(condition)} AS converted", d, p)
         per_session = f"{whole} UNION ALL SELECT paths, converted FROM ({edge}) AS e"
         if d.merged_sessions:
@@ -821,10 +865,7 @@ totals AS (SELECT coalesce(sum(sessions) FILTER (WHERE value IS NULL), 0) AS tot
             # Whole sessions: the stored value, converted when their stored goal bit is set, for a path goal without
             # one when their list of paths has a match, or else when one of their in-window events matches; edge
             # sessions grouped from their events as before.
-            converted = _has_bit(bit, d) if bit is not None else _whole_session_converted(goal, scope, d, p)
-            whole = whole_sessions(
-                scope, f"session_id, {fact_column(parameter)} AS value, {converted} AS converted", d, p
-            )
+            whole = _whole_converted(scope, f"session_id, {fact_column(parameter)} AS value", goal, bit, d, p)
             edge = edge_sessions(scope, columns, d, p)
             per_session = f"{whole} UNION ALL SELECT session_id, value, converted FROM ({edge}) AS e"
         # Each session has one value, so the totals are sums over the values: the sessions are grouped once and
@@ -852,7 +893,7 @@ totals AS (SELECT coalesce(sum(sessions), 0) AS total_sessions, coalesce(sum(con
         sql = f"""{start}{d.cte("conv", session_groups(scope, columns, d, p), materialized=True)},
 {d.cte("grouped", grouped, materialized=True)},
 {_totals("conv")}"""
-    stale = _stale_source(scope, goal, bit, p)
+    stale = _stale_source(scope, goal, bit, d, p)
     return p.query(
         sql
         + _BREAKDOWN_PAGE.format(

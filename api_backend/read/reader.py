@@ -96,9 +96,7 @@ class EventReader:
         when one of ``goals`` has no stored bit yet, the store is asked in the background to keep those
         (``store/goal_bits.py``), and this read groups the events.
         """
-        # The bits kept in sealed rows answer the goals list only (``Dialect.sealed_goal_masks``).
-        reads_bits = stored is not None and self.dialect.session_facts
-        rows = self._stored_goal_rows(scope, goals, stored, site_goals) if reads_bits and stored else None
+        rows = None if stored is None else self._stored_goal_rows(scope, goals, stored, site_goals)
         return self.rows(grouped, scope) if rows is None else rows
 
     def _stored_goal_rows(

@@ -17,8 +17,19 @@ import pytest
 
 from api_backend.query import facts as facts_module
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB
-from api_backend.query.filters import parse_filters
-from api_backend.query.goals import GoalSpec, build_goals_events_query, build_goals_query, build_goals_stored_query
+from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
+from api_backend.query.goals import (
+    GoalSpec,
+    build_goal_breakdown_events_query,
+    build_goal_breakdown_query,
+    build_goal_breakdown_stored_query,
+    build_goal_sessions_events_query,
+    build_goal_sessions_query,
+    build_goal_sessions_stored_query,
+    build_goals_events_query,
+    build_goals_query,
+    build_goals_stored_query,
+)
 from api_backend.query.scope import Scope
 from api_backend.query.sql import Query
 from api_backend.read.reader import EventReader
@@ -159,6 +170,13 @@ def test_sealgoal003_goals_changed_later_are_sealed_again_and_old_bits_read_stal
         scope = Scope((1,), random_window(random.Random(3)), ())
         stale, made = _narrowed(store, build_goals_stored_query(scope, GOALS, before, CLICKHOUSE))
         assert "goal_mask" in made.sql and stale[0]["stale_result"] == 1
+        # So is a goal's page of sessions and its breakdown read with the bit /blog/* had.
+        for query in (
+            build_goal_sessions_stored_query(scope, GOALS[1], before[1], 25, 0, CLICKHOUSE),
+            build_goal_breakdown_stored_query(scope, GOALS[1], "channel", before[1], CLICKHOUSE),
+        ):
+            rows, made = _narrowed(store, query)
+            assert "goal_mask" in made.sql and {row["stale_result"] for row in rows} == {1}
         want = store.query_dicts(*CLICKHOUSE.bind(build_goals_events_query(scope, LATER_GOALS, CLICKHOUSE)))
         got, _ = _narrowed(store, build_goals_stored_query(scope, LATER_GOALS, later, CLICKHOUSE))
         assert got[0].pop("stale_result") == 0
@@ -269,3 +287,43 @@ def test_sealgoal007_a_full_seal_in_slices_writes_the_same_masks(chdb_settings, 
         assert store.query("SELECT max(goal_mask) FROM sealed_sessions WHERE site_id != 1") == [(0,)]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_sealgoal008_a_goals_sessions_and_breakdowns_from_the_masks_equal_the_events_and_duckdb(
+    stores, seed, monkeypatch
+):
+    """A goal's sessions and its breakdowns by a session-level parameter and by the path take the whole sealed
+    sessions' conversions from their bit, and test the whole sessions the seal left open as without bits: on random
+    windows and filters each equals the event grouping, which equals DuckDB's."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    store, duck, _ = stores
+    rng = random.Random(8800 + seed)
+    chosen = FILTERS[seed % len(FILTERS)]
+    scope = Scope((rng.choice((1, 2)),), random_window(rng), parse_filters(json.dumps(chosen) if chosen else None))
+    goal = GOALS[seed % len(GOALS)]
+    (bit,) = store.stored_goal_bits(scope.site_ids[0], [goal]) or [None]
+    assert bit is not None
+    parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
+    reads = [
+        (build_goal_sessions_stored_query, build_goal_sessions_events_query, build_goal_sessions_query, (25, 0)),
+        (build_goal_sessions_stored_query, build_goal_sessions_events_query, build_goal_sessions_query, (10, 20)),
+    ]
+    for name in (parameter, "pathname"):
+        reads.append(
+            (
+                lambda s, g, b, *args: build_goal_breakdown_stored_query(s, g, args[0], b, args[1]),
+                lambda s, g, *args: build_goal_breakdown_events_query(s, g, args[0], args[1]),
+                lambda s, g, *args: build_goal_breakdown_query(s, g, args[0], args[1]),
+                (name,),
+            )
+        )
+    for stored_builder, events_builder, builder, args in reads:
+        context = (args, goal, scope)
+        want = store.query_dicts(*CLICKHOUSE.bind(events_builder(scope, goal, *args, CLICKHOUSE)))
+        assert_same(duck.query_dicts(*DUCKDB.bind(builder(scope, goal, *args, DUCKDB))), want, context)
+        got, made = _narrowed(store, stored_builder(scope, goal, bit, *args, CLICKHOUSE))
+        assert "goal_mask" in made.sql, context
+        assert {row.pop("stale_result") for row in got} == {0}, context
+        assert_same(got, want, context)
