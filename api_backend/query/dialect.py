@@ -82,8 +82,8 @@ class Dialect:
     shared_facts: bool = True
     # Whether the ``sessions`` table holds partial rows of a session that a read merges (``facts.sessions_relation``).
     merged_sessions: bool = False
-    # Whether the sealed rows keep the goal bits the goals list reads (``goals.build_goals_stored_query``), where
-    # the ``sessions`` table keeps none (``session_facts`` false).
+    # Whether the sealed rows keep the goal bits the goal reads take (``goals.build_goals_stored_query``), where the
+    # ``sessions`` table keeps none (``session_facts`` false).
     sealed_goal_masks: bool = False
     # Where it does, the seal a read takes finished sessions from instead (``facts.SealedRead``), once a narrowing
     # found one to read; None reads merge every row.
@@ -375,7 +375,7 @@ class ClickHouseDialect(Dialect):
 
     name: str = "clickhouse"
     # The store keeps ``sessions`` (an AggregatingMergeTree fed by a view) without DuckDB's goal bits, user forms and
-    # keys: the reads that need them group the events (the goals list reads the bits of the sealed rows).
+    # keys: the reads that need them group the events (the goal reads take the bits of the sealed rows).
     session_facts: bool = False
     # The others (the overview and its series, a session-level parameter's values, the paths, the pages of sessions
     # and a goal's breakdown by a session-level parameter) read the table's rows merged with

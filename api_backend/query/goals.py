@@ -340,8 +340,10 @@ def _whole_converted(scope: Scope, columns: str, goal: GoalSpec, bit: int | None
     """
     if bit is None:
         return whole_sessions(scope, f"{columns}, {_whole_session_converted(goal, scope, d, p)} AS converted", d, p)
-    if d.sealed is None or not d.sealed_goal_masks:
+    if not d.sealed_goal_masks:
         return whole_sessions(scope, f"{columns}, {_has_bit(bit, d)} AS converted", d, p)
+    if d.sealed is None:
+        raise ValueError("the sealed rows' goal bits are read with a seal")
     sealed = whole_sessions(scope, f"{columns}, {_has_bit(bit, d)} AS converted", d, p, part="sealed")
     opened = whole_sessions(
         scope, f"{columns}, {_whole_session_converted(goal, scope, d, p)} AS converted", d, p, part="open"
@@ -468,10 +470,10 @@ def _sealed_goals_query(scope: Scope, goals: Sequence[GoalSpec], bits: Sequence[
     their in-window events. ``stale_result`` is true when the generation read was not written with bit ``bits[i]``
     for goal ``i``. Where the narrowing reads no seal this is ``build_goals_query``, without ``stale_result``.
 
-    At 100M events on chdb, from a table of masks beside the sealed rows, 4,170 -> 834 ms (``bench/analysis.md``).
+    Through the API on chdb copies of the bench files, 448 -> 235 ms at 10M events, 3,261 -> 545 ms at 100M
+    (``bench/analysis.md``).
     """
-    if len(scope.site_ids) != 1 or not facts_answer(scope, d, shared_columns=True):
-        raise ValueError("sealed goal masks answer one site's scope the sessions table answers")
+    _require_sealed(scope, d)
     events = partial(build_goals_events_query, scope, goals, d)
 
     def facts(dd: Dialect) -> Query:
@@ -516,6 +518,11 @@ FROM (SELECT coalesce(sum(n), 0) AS sessions{whole_counts} FROM ({whole}) AS who
      (SELECT count(*) AS sessions{counts} FROM ({opened}) AS opened) AS o,
      (SELECT count(*) AS sessions{counts} FROM ({edge}) AS edge) AS e,
      ({stale}) AS r""")
+
+
+def _require_sealed(scope: Scope, d: Dialect) -> None:
+    if len(scope.site_ids) != 1 or not facts_answer(scope, d, shared_columns=True):
+        raise ValueError("sealed goal masks answer one site's scope the sessions table answers")
 
 
 def _require_stored(scope: Scope, d: Dialect) -> None:
@@ -807,8 +814,7 @@ def _sealed_stored(
     seal (``facts.facts_where_cheaper``), the whole sealed sessions converted by their bit and the open ones tested
     as without bits (``_whole_converted``), its rows flagged stale when the generation read was not written with
     ``bit`` for the goal; else ``facts(dd, None)`` or ``events()``, without the flag."""
-    if len(scope.site_ids) != 1 or not facts_answer(scope, d, shared_columns=True):
-        raise ValueError("sealed goal masks answer one site's scope the sessions table answers")
+    _require_sealed(scope, d)
     return facts_where_cheaper(scope, lambda dd: facts(dd, bit if dd.sealed is not None else None), events, d)
 
 
