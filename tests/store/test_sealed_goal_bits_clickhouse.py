@@ -126,13 +126,14 @@ def test_sealgoal001_each_sealed_row_holds_the_bits_of_the_goals_its_events_comp
 
 @pytest.mark.parametrize("seed", range(24))
 def test_sealgoal002_the_goals_list_from_the_masks_equals_the_events_and_duckdb(stores, seed, monkeypatch):
+    """The goals list of any of the goals, on random windows and filters, from the masks: the event grouping's numbers,
+    which are DuckDB's."""
     monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)  # these few events are read from the seal too
     monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))  # however many are open
     store, duck, _ = stores
     rng = random.Random(7700 + seed)
-    scope = Scope((rng.choice((1, 2)),), random_window(rng), ())
     chosen = FILTERS[seed % len(FILTERS)]
-    scope = Scope(scope.site_ids, scope.window, parse_filters(json.dumps(chosen) if chosen else None))
+    scope = Scope((rng.choice((1, 2)),), random_window(rng), parse_filters(json.dumps(chosen) if chosen else None))
     goals = rng.sample(GOALS, rng.randrange(1, len(GOALS) + 1))
     bits = store.stored_goal_bits(scope.site_ids[0], goals)
     assert bits is not None
