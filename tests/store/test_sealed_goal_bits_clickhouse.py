@@ -35,31 +35,17 @@ from api_backend.query.sql import Query
 from api_backend.read.reader import EventReader
 from api_backend.settings import load_settings
 from api_backend.store import clickhouse as clickhouse_module
-from api_backend.store.clickhouse import ClickHouseEventStore
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
 from tests.store.test_goal_bits import GOALS, LATER_GOALS
+from tests.store.test_sealed_sessions_clickhouse import CUTOFF, LATER, _narrowed
 from tests.store.test_session_facts import FILTERS, START, assert_same, random_events, random_window
 from tests.support import wait_until
 from tests.support.clickhouse import SECRET, chdb_url, drop_database, fresh_database
 
-CUTOFF = START + timedelta(days=24)
-LATER = START + timedelta(days=26)
 SECOND_CUTOFF = START + timedelta(days=30)
-
-
-def _narrowed(store: ClickHouseEventStore, query: Query) -> tuple[list[dict[str, Any]], Query]:
-    """The rows of ``query`` through its narrowing, as the event reader runs it, and the query the narrowing made."""
-    assert query.narrowing is not None
-    made: list[Query] = []
-
-    def then(rows: list[dict[str, Any]]) -> tuple[str, Any]:
-        made.append(query.narrowing.then(rows))  # type: ignore[union-attr]
-        return CLICKHOUSE.bind(made[0])
-
-    return store.query_dicts_then(*CLICKHOUSE.bind(query.narrowing.first), then), made[0]
 
 
 @pytest.fixture(scope="module")
