@@ -311,6 +311,11 @@ class Dialect:
         """One row per element of the list of strings ``array`` (a placeholder or a column)."""
         return f"unnest(CAST({array} AS VARCHAR[]))"
 
+    def path_list(self, array: str) -> str:
+        """The list of paths ``array`` typed as the sealed rows keep theirs, so a ``UNION ALL`` with them keeps
+        their type (``store/clickhouse_schema.py``, version 10)."""
+        return array
+
     def unnest_strings_and_null(self, array: str) -> str:
         """``unnest_strings`` and one NULL row after the elements (for a grouping that also counts each list once)."""
         return f"unnest(list_append(CAST({array} AS VARCHAR[]), NULL))"
@@ -528,6 +533,10 @@ class ClickHouseDialect(Dialect):
 
     def unnest_strings(self, array: str) -> str:
         return f"arrayJoin({array})"
+
+    def path_list(self, array: str) -> str:
+        # Dictionary numbers, as the sealed rows keep them: a UNION ALL with lists of plain strings gives plain ones.
+        return f"CAST({array} AS Array(LowCardinality(String)))"
 
     def unnest_strings_and_null(self, array: str) -> str:
         return f"arrayJoin(arrayPushBack(CAST({array} AS Array(Nullable(String))), NULL))"

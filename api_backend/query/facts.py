@@ -202,10 +202,15 @@ def sessions_relation(
     parts = [
         f"{rows} < {open_from}",
         f"{rows} >= {open_from} AND session_id NOT IN ({opened})",
-        f"SELECT {columns} FROM ({merged}) AS open WHERE first_seen >= {open_from}",
+        f"SELECT {_open_columns(d, stored)} FROM ({merged}) AS open WHERE first_seen >= {open_from}",
     ]
     chosen = parts[:2] if part == "sealed" else parts[2:] if part == "open" else parts
     return f"({' UNION ALL '.join(chosen)}) AS sessions"
+
+
+def _open_columns(d: Dialect, stored: Sequence[str] | None) -> str:
+    """The columns of the sessions a seal left open, typed as the sealed rows keep them (``Dialect.path_list``)."""
+    return ", ".join(f"{d.path_list(c)} AS {c}" if c == "pathnames" else c for c in stored or _RELATION)
 
 
 def _merged_sessions(d: Dialect, stored: Sequence[str] | None, where: str) -> str:

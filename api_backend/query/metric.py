@@ -112,7 +112,7 @@ def build_metric_events_query(scope: Scope, parameter: str, limit: int, offset: 
 def _session_pathnames(scope: Scope, d: Dialect, p: Params) -> str:
     """``SELECT paths``: one row per qualifying session with the distinct paths of its in-window pageviews."""
     whole = whole_sessions(scope, "pathnames AS paths", d, p)
-    edge = edge_sessions(scope, f", {pathnames(d)} AS paths", d, p)
+    edge = edge_sessions(scope, f", {d.path_list(pathnames(d))} AS paths", d, p)
     return f"{whole} UNION ALL SELECT paths FROM ({edge}) AS edge"
 
 
@@ -157,11 +157,12 @@ def _metric_query(scope: Scope, parameter: str, limit: int, offset: int, d: Dial
             "NULL AS pageviews, NULL AS bounce_rate "
             "FROM fe WHERE type = 'custom_event' AND event_name <> '' GROUP BY event_name"
         )
-    elif listed and d.merged_sessions:
+    elif listed and d.merged_sessions and d.sealed is None:
         # Each read of a table merged at read time merges it again: each session adds a NULL value after its paths,
         # so the one grouping of the values also counts the sessions, in the NULL row. On merged chdb copies of the
         # bench files, 862 -> 753 ms at 10M events; at 100M the same (5.5 s), the lists' copies costing what the
-        # second merge did.
+        # second merge did. Sealed rows are read twice instead (below): their lists keep the paths as dictionary
+        # numbers, which a copy with a NULL added would turn back into strings.
         every = (
             "SELECT value, count(*) AS count, count(*) AS sessions, NULL AS pageviews, NULL AS bounce_rate FROM "
             f"(SELECT {d.unnest_strings_and_null('paths')} AS value FROM ({_session_pathnames(scope, d, p)}) AS per) "

@@ -50,6 +50,8 @@ Choices, each because of how sitelens reads:
   ``goal_definitions`` holds what each site asked for (the definitions of its goals, each with its bit, newest
   ``asked`` first); ``sealed_goal_bits`` the definitions each generation's masks were written with
   (``ClickHouseEventStore.store_goal_bits``).
+- Schema version 10 keeps the sealed rows' lists of paths as ``LowCardinality`` strings, which the breakdowns by
+  pathname group by their dictionary numbers.
 """
 
 from __future__ import annotations
@@ -535,6 +537,18 @@ def goal_bits_sql(database: str | None = None) -> list[str]:
     ]
 
 
+# The sealed rows' lists of paths hold each path as a number into a dictionary of the part's paths: a metric by
+# pathname groups their elements by those numbers instead of by the strings (``bench/analysis.md``).
+_SEALED_PATHS = "MODIFY COLUMN `pathnames` Array(LowCardinality(String))"
+
+
+def sealed_paths_sql(database: str | None = None) -> list[str]:
+    """Schema version 10: ``sealed_sessions.pathnames`` as lists of ``LowCardinality`` strings. The rows already
+    sealed are converted by a mutation in the background; reads convert the parts it has not reached yet."""
+    prefix = f"`{database}`." if database else ""
+    return [f"ALTER TABLE {prefix}sealed_sessions {_SEALED_PATHS}"]
+
+
 def sealed_rows_sql(
     target: str,
     generation: int,
@@ -698,6 +712,10 @@ def _cluster_versions(cluster: str, database: str) -> list[list[str]]:
                 on,
             ),
         ],
+        [
+            f"ALTER TABLE {db}.sealed_sessions_local{on} {_SEALED_PATHS}",
+            f"ALTER TABLE {db}.sealed_sessions{on} {_SEALED_PATHS}",
+        ],
     ]
 
 
@@ -750,6 +768,8 @@ def cluster_upgrade_sql(cluster: str, database: str, from_version: int) -> list[
         8: [],
         # Nor here: the seal a site's first goals list asks for writes its bits.
         9: [],
+        # Nor here: the sealed rows are converted in place.
+        10: [],
     }
     statements: list[str] = []
     for version, tables in enumerate(_cluster_versions(cluster, database), start=1):
@@ -769,4 +789,5 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     tuple(pairs_sql()),
     tuple(sealed_sql()),
     tuple(goal_bits_sql()),
+    tuple(sealed_paths_sql()),
 )

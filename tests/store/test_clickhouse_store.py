@@ -206,6 +206,7 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
     sealed_types = _column_types(chdb_client, chdb_database, "sealed_sessions")
     assert sealed_types["channel"] == "LowCardinality(String)" and sealed_types["referrer"] == "String"
     assert sealed_types["user_number"] == "Nullable(UInt64)" and sealed_types["users"] == "Array(String)"
+    assert sealed_types["pathnames"] == "Array(LowCardinality(String))"  # version 10
     indexes = chdb_client.query(
         "SELECT table, expr FROM system.data_skipping_indices WHERE database = {db:String} ORDER BY table, expr",
         parameters={"db": chdb_database},
@@ -225,11 +226,11 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
         "bit": "UInt8",
         "definition": "String",
     }
-    assert store.schema_version == 9
+    assert store.schema_version == 10
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 9
-    assert store.query("SELECT count() FROM sitelens_schema") == [(9,)]
+    assert again.schema_version == 10
+    assert store.query("SELECT count() FROM sitelens_schema") == [(10,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):
@@ -530,7 +531,7 @@ def test_chstore020_upgrading_to_version_5_stores_new_times_with_t64_and_reads_t
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 9
+    assert upgraded.schema_version == 10
     codecs = (
         "SELECT table, compression_codec FROM system.columns WHERE database = currentDatabase() "
         "AND name = 'timestamp' AND table IN ('events', 'error_events')"

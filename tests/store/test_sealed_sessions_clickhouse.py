@@ -20,6 +20,8 @@ from api_backend.query import facts as facts_module
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB
 from api_backend.query.facts import NO_CUTOFF
 from api_backend.query.filters import SESSION_PARAMETERS
+from api_backend.query.goals import build_goal_breakdown_events_query, build_goal_breakdown_query
+from api_backend.query.metric import build_metric_events_query, build_metric_query
 from api_backend.query.overview import build_overview_events_query, build_overview_query
 from api_backend.query.scope import Scope
 from api_backend.query.sql import Query
@@ -28,6 +30,7 @@ from api_backend.read.results import ResultCache
 from api_backend.services import SEAL_IDLE, open_services
 from api_backend.settings import load_settings
 from api_backend.store.clickhouse import ClickHouseEventStore, Seal
+from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
@@ -385,3 +388,62 @@ def test_seal011_an_answer_read_from_a_seal_is_found_again_after_the_next_seal(c
         assert ask()[0]["sessions"] == first[0]["sessions"] + 1 and cache.computed == 2
     finally:
         store.close()
+
+
+def _pathname_reads(scope: Scope) -> list[tuple[Query, Query, Query]]:
+    """``(ClickHouse, its event grouping, DuckDB)`` of the two reads grouping the sealed rows' lists of paths."""
+    goal = GOALS[0]
+    return [
+        (build(*args, CLICKHOUSE), events(*args, CLICKHOUSE), build(*args, DUCKDB))
+        for build, events, args in (
+            (build_metric_query, build_metric_events_query, (scope, "pathname", 100, 0)),
+            (build_goal_breakdown_query, build_goal_breakdown_events_query, (scope, goal, "pathname")),
+        )
+    ]
+
+
+def test_seal012_a_store_at_version_9_keeps_its_sealed_paths_as_dictionary_numbers_after_the_upgrade(
+    chdb_settings, monkeypatch
+):
+    """Version 10 types the sealed rows' lists of paths ``Array(LowCardinality(String))``, converting the rows
+    sealed before in place. The breakdowns by pathname then group those lists as they are, without the NULL that
+    would turn them back into strings (the sessions are counted by a second read), and equal the event grouping and
+    DuckDB, with sessions left open and edge sessions in the window."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    store, _ = open_event_store(chdb_settings)
+    rows = random_events(random.Random(47), 400)
+    early = [r for r in rows if r["timestamp"] < LATER]
+    store.append(rows_to_table(early), log_seq=1)
+    store.seal_sessions(CUTOFF)
+    store.append(rows_to_table([r for r in rows if r["timestamp"] >= LATER]), log_seq=2)
+    # What a database of schema version 9 looks like, sealed.
+    store.client.command(
+        "ALTER TABLE sealed_sessions MODIFY COLUMN pathnames Array(String)", settings={"mutations_sync": 2}
+    )
+    store.client.command(f"DELETE FROM {SCHEMA_TABLE} WHERE version >= 10", settings={"mutations_sync": 2})
+    before = _sealed_rows(store)
+    store.close()
+    upgraded, _ = open_event_store(chdb_settings)
+    try:
+        assert upgraded.schema_version == len(MIGRATIONS) == 10
+        assert upgraded.query(
+            "SELECT type FROM system.columns WHERE database = currentDatabase() AND table = 'sealed_sessions' "
+            "AND name = 'pathnames'"
+        ) == [("Array(LowCardinality(String))",)]
+        assert _sealed_rows(upgraded) == before and len(before) > 100
+        duck = DuckDBEventStore(":memory:")
+        duck.append(rows_to_table(rows))
+        # Windows holding sealed sessions, the sessions open after the cutoff, and edge sessions at both ends.
+        for days in ((0, 40), (3, 30), (20, 27)):
+            start, end = START + timedelta(days=days[0], hours=5), START + timedelta(days=days[1])
+            scope = Scope((1,), Window(start, end, "UTC", mode="datetime"), ())
+            for built, events, duckdb_query in _pathname_reads(scope):
+                want = upgraded.query_dicts(*CLICKHOUSE.bind(events))
+                assert want and want[0]["total_sessions"] > 0, days
+                assert_same(duck.query_dicts(*DUCKDB.bind(duckdb_query)), want, days)
+                got, made = _narrowed(upgraded, built)
+                assert "FROM sealed_sessions" in made.sql and "arrayPushBack" not in made.sql, days
+                assert_same(got, want, days)
+    finally:
+        upgraded.close()
