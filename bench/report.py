@@ -347,6 +347,12 @@ def _scale(scale: dict[str, Any]) -> list[str]:
                 f"its {seal['sessions']:,} sessions sealed{_with_bits(seal)} (`sitelens clickhouse-seal-sessions`) in "
                 f"{seal['seconds']:,.0f} s"
             )
+        if b.get("clickhouse_settled"):
+            settled = b["clickhouse_settled"]
+            facts.append(
+                f"its background merges run to their end in {settled['seconds']:,.0f} s (its events from "
+                f"{settled['parts_before']} parts into {settled['parts_after']})"
+            )
         for s in stores:
             if (b.get(s) or {}).get("peak_rss_bytes"):
                 facts.append(f"{_STORES[s]} server peak RSS {_mb(b[s]['peak_rss_bytes'])}")
@@ -589,10 +595,11 @@ def render_markdown(results: dict[str, Any]) -> str:
             "so the figure is the route's own queries, what a site owner waits for on a live window; median ms. "
             "Cached = the last window asked once more (answered from the result cache after one count). The "
             "ClickHouse store is a second server whose events were copied from the same file by "
-            "`sitelens migrate-events` into embedded chdb. Growth divides the larger size's uncached time by the "
-            "smaller's. Before the DuckDB server is timed, the bits of the site's goals are stored in its sessions "
-            "(what the server does in the background after a goal changes, timed below), so its goals list is the "
-            "daily read from them. The windows end at midnight"
+            "`sitelens migrate-events` into embedded chdb, its sessions then merged and sealed, and its background "
+            "merges let run to their end before it is timed, as on a store that has served a while. Growth divides "
+            "the larger size's uncached time by the smaller's. Before the DuckDB server is timed, the bits of the "
+            "site's goals are stored in its sessions (what the server does in the background after a goal changes, "
+            "timed below), so its goals list is the daily read from them. The windows end at midnight"
             + (
                 ", but for the overview over a range ending today, as the dashboard's ranges do (read to the end of "
                 "the current minute: each minute asks it anew)."
