@@ -349,10 +349,12 @@ def _scale(scale: dict[str, Any]) -> list[str]:
             )
         if b.get("clickhouse_settled"):
             settled = b["clickhouse_settled"]
-            facts.append(
-                f"its background merges run to their end in {settled['seconds']:,.0f} s (its events from "
-                f"{settled['parts_before']} parts into {settled['parts_after']})"
+            parts = (
+                f" (the database's active parts {settled['parts_before']} -> {settled['parts_after']})"
+                if "parts_before" in settled
+                else ""
             )
+            facts.append(f"its background merges run to their end in {settled['seconds']:,.0f} s{parts}")
         for s in stores:
             if (b.get(s) or {}).get("peak_rss_bytes"):
                 facts.append(f"{_STORES[s]} server peak RSS {_mb(b[s]['peak_rss_bytes'])}")

@@ -45,7 +45,7 @@ from bench.accounts import BenchAccount
 from bench.dashboard import _window
 from bench.profile import _api_key
 from bench.queries import BENCH_GOALS, FUNNEL_STEPS
-from bench.reads import _create_goals, prepare_clickhouse_store
+from bench.reads import _create_goals, prepare_clickhouse_store, settle_merges
 from bench.report import TODAY_ROUTE
 from bench.server import ServerProcess, sitelens_command
 
@@ -238,40 +238,6 @@ def seal_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
     return _clickhouse_command(ch_dir, url, "clickhouse-seal-sessions")
 
 
-# The copy counts as settled once none of its merges or mutations has run for this long.
-SETTLED_QUIET_S = 30.0
-
-
-def settle_merges(ch_dir: Path, url: str, *, quiet: float = SETTLED_QUIET_S, limit: float = 3600.0) -> dict[str, Any]:
-    """Let the copy's background merges run to their end before it is timed, as they have on a store serving for a
-    while: the copy's inserts leave its events in many parts, and a server started at once merges them while the
-    routes are timed (at 100M events the daily series took 9.3 s there, against 5.4 s on a copy merged long before).
-    Returns the seconds until the last merge ended and the events' active parts before and after."""
-    settings = load_settings(
-        {}, data_dir=str(ch_dir), events_url=url, clickhouse_seal_seconds="off", clickhouse_merge_hour="off"
-    )
-    store, _ = open_event_store(settings)
-    busy = (
-        "SELECT (SELECT count() FROM system.merges WHERE database = currentDatabase()) + (SELECT count() FROM "
-        "system.mutations WHERE database = currentDatabase() AND NOT is_done)"
-    )
-    parts = "SELECT count() FROM system.parts WHERE database = currentDatabase() AND active AND table = 'events'"
-    try:
-        started = last_busy = time.perf_counter()
-        parts_before = int(store.query(parts)[0][0])
-        while time.perf_counter() - last_busy < quiet and time.perf_counter() - started < limit:
-            if store.query(busy)[0][0]:
-                last_busy = time.perf_counter()
-            time.sleep(1.0)
-        return {
-            "seconds": round(last_busy - started, 1),
-            "parts_before": parts_before,
-            "parts_after": int(store.query(parts)[0][0]),
-        }
-    finally:
-        store.close()
-
-
 def run_scale(
     data_dir: Path, work_dir: Path, runs: int, log: Callable[[str], None] = _log, *, clickhouse: bool = True
 ) -> dict[str, Any]:
@@ -292,7 +258,7 @@ def run_scale(
         ask_goal_bits(ch_dir, url, _api_key(data_dir)[1])
         result["clickhouse_sessions_seal"] = seal_sessions(ch_dir, url)
         log(f"    {result['clickhouse_sessions_seal']['seconds']:.0f} s; letting its background merges finish")
-        result["clickhouse_settled"] = settle_merges(ch_dir, url)
+        result["clickhouse_settled"] = settle_merges(url)
         log(f"    {result['clickhouse_settled']['seconds']:.0f} s; ClickHouse store")
         try:
             result["clickhouse"] = measure(ch_dir, runs, log, env={"SITELENS_EVENTS_URL": url})
