@@ -615,17 +615,14 @@ def build_goal_sessions_stored_query(
 ) -> Query:
     """``build_goal_sessions_query`` taking the whole sessions that converted from their stored ``goal_mask``, where
     the goal is bit ``bit``; each row's ``stale_result`` as in ``build_goals_stored_query`` (on ClickHouse, where
-    the narrowing reads a seal: ``_sealed_stored``)."""
-    if d.sealed_goal_masks:
-        return _sealed_stored(
-            scope,
-            lambda dd, b: _goal_sessions_query(scope, goal, limit, offset, dd, facts=True, bit=b),
-            partial(build_goal_sessions_events_query, scope, goal, limit, offset, d),
-            bit,
-            d,
-        )
-    _require_stored(scope, d)
-    return _goal_sessions_query(scope, goal, limit, offset, d, facts=True, bit=bit)
+    the narrowing reads a seal: ``_stored``)."""
+    return _stored(
+        scope,
+        lambda dd, b: _goal_sessions_query(scope, goal, limit, offset, dd, facts=True, bit=b),
+        partial(build_goal_sessions_events_query, scope, goal, limit, offset, d),
+        bit,
+        d,
+    )
 
 
 def _goal_sessions_query(
@@ -792,28 +789,29 @@ def build_goal_breakdown_stored_query(
 ) -> Query:
     """``build_goal_breakdown_query`` by a ``parameter`` of ``TABLE_BREAKDOWN_PARAMETERS``, whole sessions
     converted by their stored ``goal_mask``, where the goal is bit ``bit``; each row's ``stale_result`` as in
-    ``build_goals_stored_query`` (on ClickHouse, where the narrowing reads a seal: ``_sealed_stored``)."""
+    ``build_goals_stored_query`` (on ClickHouse, where the narrowing reads a seal: ``_stored``)."""
     if parameter not in TABLE_BREAKDOWN_PARAMETERS:
         raise ValueError(f"the sessions table holds no value of {parameter}")
-    if d.sealed_goal_masks:
-        return _sealed_stored(
-            scope,
-            lambda dd, b: _goal_breakdown_query(scope, goal, parameter, dd, page, facts=True, bit=b),
-            partial(build_goal_breakdown_events_query, scope, goal, parameter, d, page),
-            bit,
-            d,
-        )
-    _require_stored(scope, d)
-    return _goal_breakdown_query(scope, goal, parameter, d, page, facts=True, bit=bit)
+    return _stored(
+        scope,
+        lambda dd, b: _goal_breakdown_query(scope, goal, parameter, dd, page, facts=True, bit=b),
+        partial(build_goal_breakdown_events_query, scope, goal, parameter, d, page),
+        bit,
+        d,
+    )
 
 
-def _sealed_stored(
+def _stored(
     scope: Scope, facts: Callable[[Dialect, int | None], Query], events: Callable[[], Query], bit: int, d: Dialect
 ) -> Query:
-    """A goal query on a store keeping the bits in its sealed rows: ``facts(dd, bit)`` where the narrowing reads a
-    seal (``facts.facts_where_cheaper``), the whole sealed sessions converted by their bit and the open ones tested
-    as without bits (``_whole_converted``), its rows flagged stale when the generation read was not written with
+    """A goal query taking whole sessions' conversions from bit ``bit``: ``facts(d, bit)`` on the sessions table's
+    masks. On a store keeping the bits in its sealed rows, ``facts(dd, bit)`` where the narrowing reads a seal
+    (``facts.facts_where_cheaper``), the whole sealed sessions converted by their bit and the open ones tested as
+    without bits (``_whole_converted``), its rows flagged stale when the generation read was not written with
     ``bit`` for the goal; else ``facts(dd, None)`` or ``events()``, without the flag."""
+    if not d.sealed_goal_masks:
+        _require_stored(scope, d)
+        return facts(d, bit)
     _require_sealed(scope, d)
     return facts_where_cheaper(scope, lambda dd: facts(dd, bit if dd.sealed is not None else None), events, d)
 
