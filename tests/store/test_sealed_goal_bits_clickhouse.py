@@ -6,6 +6,7 @@ with other bits answers from the events."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections.abc import Iterator
@@ -40,7 +41,7 @@ from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
 from tests.store.test_goal_bits import GOALS, LATER_GOALS
-from tests.store.test_sealed_sessions_clickhouse import CUTOFF, LATER, _narrowed
+from tests.store.test_sealed_sessions_clickhouse import CUTOFF, LATER, _narrowed, _sealed_rows
 from tests.store.test_session_facts import FILTERS, START, assert_same, random_events, random_window
 from tests.support import wait_until
 from tests.support.clickhouse import SECRET, chdb_url, drop_database, fresh_database
@@ -274,6 +275,65 @@ def test_sealgoal007_a_full_seal_in_slices_writes_the_same_masks(chdb_settings, 
         assert store.query("SELECT max(goal_mask) FROM sealed_sessions WHERE site_id != 1") == [(0,)]
     finally:
         store.close()
+
+
+def test_sealgoal009_a_seal_under_a_memory_limit_spills_its_masks_join_past_its_share(
+    chdb_settings, chdb_client, chdb_path, monkeypatch
+):
+    """Under a memory limit a seal's statements are bounded by it (``seal_settings``), and a full seal whose masks'
+    join would exceed its share of the limit joins them in a grace hash join of several buckets: its rows and masks
+    are those of the seal that joins them in memory, and its masks DuckDB's."""
+    rows = random_events(random.Random(46), 400)
+    cutoff = START + timedelta(days=40)
+    used: list[tuple[bool, dict[str, Any]]] = []
+    sealed: dict[bool, tuple[list[Any], list[Any]]] = {}
+    for spill in (False, True):
+        if spill:
+            # 400 sessions at 10 MB each against the 0.5 GB share of the embedded engine's 4GB: eight buckets.
+            monkeypatch.setattr(clickhouse_module, "SEAL_JOIN_BYTES_PER_SESSION", 10_000_000)
+        name = fresh_database(chdb_client)
+        store, _ = open_event_store(dataclasses.replace(chdb_settings, events_url=chdb_url(chdb_path, name)))
+        try:
+            command = store.client.command
+
+            def recording(sql: str, *args: Any, spill: bool = spill, command: Any = command, **kwargs: Any) -> Any:
+                if sql.startswith("INSERT INTO sealed_sessions"):
+                    used.append((spill, kwargs.get("settings") or {}))
+                return command(sql, *args, **kwargs)
+
+            monkeypatch.setattr(store.client, "command", recording)
+            store.append(rows_to_table(rows), log_seq=1)
+            store.store_goal_bits(1, GOALS)
+            assert store.seal_sessions(cutoff)["sessions"] == 400
+            masks = sorted(store.query("SELECT site_id, session_id, goal_mask FROM sealed_sessions"))
+            sealed[spill] = (_sealed_rows(store), masks)
+        finally:
+            store.close()
+            drop_database(chdb_client, name)
+    (in_memory,) = [settings for spill, settings in used if not spill]
+    (spilled,) = [settings for spill, settings in used if spill]
+    assert "join_algorithm" not in in_memory and in_memory["max_memory_usage"] > 0
+    assert spilled["join_algorithm"] == "grace_hash" and spilled["grace_hash_join_initial_buckets"] == 8
+    assert sealed[True] == sealed[False] and len(sealed[True][0]) == 400
+    duck = DuckDBEventStore(":memory:")
+    duck.append(rows_to_table(rows))
+    duck.store_goal_bits(1, GOALS)
+    want = sorted(duck.query("SELECT site_id, session_id, goal_mask FROM sessions WHERE site_id = 1"))
+    assert [row for row in sealed[True][1] if row[0] == 1] == want and any(mask for *_, mask in want)
+
+
+def test_sealgoal010_a_seals_settings_follow_its_memory_limit_and_its_sessions():
+    """No limit: the engine's own settings. Under one, an eighth of it for each grouping and join; the join in memory
+    while its sessions fit that share, else a grace hash join in the fewest buckets (a power of two, at most 64)
+    that bring each under it."""
+    assert clickhouse_module.seal_settings(None, 10**9) == {}
+    limit = 8 * 10**9
+    small = clickhouse_module.seal_settings(limit, 10**9 // clickhouse_module.SEAL_JOIN_BYTES_PER_SESSION)
+    assert small["max_memory_usage"] == limit and small["max_bytes_before_external_group_by"] == 10**9
+    assert "join_algorithm" not in small
+    for sessions, buckets in ((10**7, 2), (25_855_310, 4), (10**8, 16), (10**12, 64)):
+        settings = clickhouse_module.seal_settings(limit, sessions)
+        assert (settings["join_algorithm"], settings["grace_hash_join_initial_buckets"]) == ("grace_hash", buckets)
 
 
 @pytest.mark.parametrize("seed", range(24))
