@@ -346,6 +346,7 @@ def _scale(scale: dict[str, Any]) -> list[str]:
             facts.append(
                 f"its {seal['sessions']:,} sessions sealed{_with_bits(seal)} (`sitelens clickhouse-seal-sessions`) in "
                 f"{seal['seconds']:,.0f} s"
+                + (f", peak RSS {_mb(seal['peak_rss_bytes'])}" if seal.get("peak_rss_bytes") else "")
             )
         if b.get("clickhouse_settled"):
             settled = b["clickhouse_settled"]

@@ -27,6 +27,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -203,12 +204,22 @@ def _timed(request: Request, client: httpx.Client, window: dict[str, str]) -> tu
 
 
 def _clickhouse_command(ch_dir: Path, url: str, command: str) -> dict[str, Any]:
-    """The JSON of ``sitelens COMMAND`` run on the copy."""
+    """The JSON of ``sitelens COMMAND`` run on the copy, with the command's peak RSS (``peak_rss_bytes``): the
+    embedded engine works inside the command's process, as it would inside a server's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")} | {"SITELENS_EVENTS_URL": url}
-    done = subprocess.run(
-        [*sitelens_command(), command, "--data-dir", str(ch_dir)], env=env, check=True, capture_output=True, text=True
-    )
-    return dict(json.loads(done.stdout))
+    args = [*sitelens_command(), command, "--data-dir", str(ch_dir)]
+    with tempfile.TemporaryFile("w+") as errors:
+        process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
+        assert process.stdout is not None
+        with process.stdout:
+            out = process.stdout.read()
+        # Reaped here rather than by ``Popen``, for the kernel's record of this one child's resources.
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode:
+            errors.seek(0)
+            raise subprocess.CalledProcessError(process.returncode, args, out, errors.read())
+    return dict(json.loads(out)) | {"peak_rss_bytes": usage.ru_maxrss * 1024}
 
 
 def merge_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
