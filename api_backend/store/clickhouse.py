@@ -109,7 +109,8 @@ SEAL_BUDGET_SHARE = 8
 # upper bound: 25.9M sessions (18.4M of them completing a goal) took the process from 0.4 to 4.4 GB at 100M events.
 SEAL_JOIN_BYTES_PER_SESSION = 128
 # Rows (and bytes) a seal's insert gathers before it writes a part: the default million rows of wide session rows
-# held about 0.7 GB at 100M events; a quarter of that, 84 parts instead of 25 for the background merges to join.
+# held about 0.7 GB at 100M events; a quarter of that leaves about three times the parts for the background merges
+# to join (84 against 25 at 100M).
 _SEAL_INSERT_BLOCK = {"min_insert_block_size_rows": 262_144, "min_insert_block_size_bytes": 64 * 1024 * 1024}
 _MAX_JOIN_BUCKETS = 64
 
@@ -121,8 +122,8 @@ def seal_settings(limit: int | None, sessions: int) -> dict[str, Any]:
     A seal runs in the server's process on the embedded engine, where nothing else bounds it: a full seal with goal
     bits peaked at 4.4 GB at 100M events. Under a limit its insert writes smaller parts, the masks' grouping spills,
     and a join that would not fit the budget is a grace hash join, in as many buckets as it needs (at 100M events,
-    eight: 1.8 GB at the peak, but 169 s against 63-73 s). Past the limit the seal fails, and the next one starts
-    again (``_recover_seals``); reads keep the seal before.
+    eight: a 1.9 GB peak, but 165 s against 63-73 s). Past the limit the seal fails, and the next one starts again
+    (``_recover_seals``); reads keep the seal before.
     """
     if not limit:
         return {}
@@ -177,7 +178,7 @@ _MERGE_SETTINGS: dict[str, Any] = {"alter_sync": 2}
 # A full seal writing goal bits groups the masks of the sessions of at most about this many events per statement: each
 # statement reads all of ``sessions`` (an eighth of it took 24 s at 100M events, the whole 45 s), while one statement
 # holds the 128-bit keys and masks of the sessions completing a goal (18.4M at 100M events: the process peaked at
-# 4.6 GB against 2.5 GB sealing without bits, ``bench/analysis.md``).
+# 4.6 GB against 2.5 GB sealing without bits, before ``seal_settings`` bounded it; ``bench/analysis.md``).
 SEAL_SLICE_EVENTS = 150_000_000
 
 # The sessions a seal left open, by the indexes of ``sessions`` (one condition each: an ``OR`` of the two would use
