@@ -277,6 +277,46 @@ def test_sealgoal007_a_full_seal_in_slices_writes_the_same_masks(chdb_settings, 
         store.close()
 
 
+@pytest.mark.parametrize("seed", range(24))
+def test_sealgoal008_a_goals_sessions_and_breakdowns_from_the_masks_equal_the_events_and_duckdb(
+    stores, seed, monkeypatch
+):
+    """A goal's sessions and its breakdowns by a session-level parameter and by the path take the whole sealed
+    sessions' conversions from their bit, and test the whole sessions the seal left open as without bits: on random
+    windows and filters each equals the event grouping, which equals DuckDB's."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    store, duck, _ = stores
+    rng = random.Random(8800 + seed)
+    chosen = FILTERS[seed % len(FILTERS)]
+    scope = Scope((rng.choice((1, 2)),), random_window(rng), parse_filters(json.dumps(chosen) if chosen else None))
+    goal = GOALS[seed % len(GOALS)]
+    (bit,) = store.stored_goal_bits(scope.site_ids[0], [goal]) or [None]
+    assert bit is not None
+    parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
+    reads = [
+        (build_goal_sessions_stored_query, build_goal_sessions_events_query, build_goal_sessions_query, (25, 0)),
+        (build_goal_sessions_stored_query, build_goal_sessions_events_query, build_goal_sessions_query, (10, 20)),
+    ]
+    for name in (parameter, "pathname"):
+        reads.append(
+            (
+                lambda s, g, b, *args: build_goal_breakdown_stored_query(s, g, args[0], b, args[1]),
+                lambda s, g, *args: build_goal_breakdown_events_query(s, g, args[0], args[1]),
+                lambda s, g, *args: build_goal_breakdown_query(s, g, args[0], args[1]),
+                (name,),
+            )
+        )
+    for stored_builder, events_builder, builder, args in reads:
+        context = (args, goal, scope)
+        want = store.query_dicts(*CLICKHOUSE.bind(events_builder(scope, goal, *args, CLICKHOUSE)))
+        assert_same(duck.query_dicts(*DUCKDB.bind(builder(scope, goal, *args, DUCKDB))), want, context)
+        got, made = _narrowed(store, stored_builder(scope, goal, bit, *args, CLICKHOUSE))
+        assert "goal_mask" in made.sql, context
+        assert {row.pop("stale_result") for row in got} == {0}, context
+        assert_same(got, want, context)
+
+
 def test_sealgoal009_a_seal_under_a_memory_limit_spills_its_masks_join_past_its_share(
     chdb_settings, chdb_client, chdb_path, monkeypatch
 ):
@@ -334,43 +374,3 @@ def test_sealgoal010_a_seals_settings_follow_its_memory_limit_and_its_sessions()
     for sessions, buckets in ((10**7, 2), (25_855_310, 4), (10**8, 16), (10**12, 64)):
         settings = clickhouse_module.seal_settings(limit, sessions)
         assert (settings["join_algorithm"], settings["grace_hash_join_initial_buckets"]) == ("grace_hash", buckets)
-
-
-@pytest.mark.parametrize("seed", range(24))
-def test_sealgoal008_a_goals_sessions_and_breakdowns_from_the_masks_equal_the_events_and_duckdb(
-    stores, seed, monkeypatch
-):
-    """A goal's sessions and its breakdowns by a session-level parameter and by the path take the whole sealed
-    sessions' conversions from their bit, and test the whole sessions the seal left open as without bits: on random
-    windows and filters each equals the event grouping, which equals DuckDB's."""
-    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
-    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
-    store, duck, _ = stores
-    rng = random.Random(8800 + seed)
-    chosen = FILTERS[seed % len(FILTERS)]
-    scope = Scope((rng.choice((1, 2)),), random_window(rng), parse_filters(json.dumps(chosen) if chosen else None))
-    goal = GOALS[seed % len(GOALS)]
-    (bit,) = store.stored_goal_bits(scope.site_ids[0], [goal]) or [None]
-    assert bit is not None
-    parameter = sorted(SESSION_PARAMETERS)[seed % len(SESSION_PARAMETERS)]
-    reads = [
-        (build_goal_sessions_stored_query, build_goal_sessions_events_query, build_goal_sessions_query, (25, 0)),
-        (build_goal_sessions_stored_query, build_goal_sessions_events_query, build_goal_sessions_query, (10, 20)),
-    ]
-    for name in (parameter, "pathname"):
-        reads.append(
-            (
-                lambda s, g, b, *args: build_goal_breakdown_stored_query(s, g, args[0], b, args[1]),
-                lambda s, g, *args: build_goal_breakdown_events_query(s, g, args[0], args[1]),
-                lambda s, g, *args: build_goal_breakdown_query(s, g, args[0], args[1]),
-                (name,),
-            )
-        )
-    for stored_builder, events_builder, builder, args in reads:
-        context = (args, goal, scope)
-        want = store.query_dicts(*CLICKHOUSE.bind(events_builder(scope, goal, *args, CLICKHOUSE)))
-        assert_same(duck.query_dicts(*DUCKDB.bind(builder(scope, goal, *args, DUCKDB))), want, context)
-        got, made = _narrowed(store, stored_builder(scope, goal, bit, *args, CLICKHOUSE))
-        assert "goal_mask" in made.sql, context
-        assert {row.pop("stale_result") for row in got} == {0}, context
-        assert_same(got, want, context)
