@@ -27,7 +27,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -48,7 +47,7 @@ from bench.profile import _api_key
 from bench.queries import BENCH_GOALS, FUNNEL_STEPS
 from bench.reads import _create_goals, prepare_clickhouse_store, settle_merges
 from bench.report import TODAY_ROUTE
-from bench.server import ServerProcess, sitelens_command
+from bench.server import RSSSampler, ServerProcess, sitelens_command
 
 __all__ = ["main"]
 
@@ -204,22 +203,17 @@ def _timed(request: Request, client: httpx.Client, window: dict[str, str]) -> tu
 
 
 def _clickhouse_command(ch_dir: Path, url: str, command: str) -> dict[str, Any]:
-    """The JSON of ``sitelens COMMAND`` run on the copy, with the command's peak RSS (``peak_rss_bytes``): the
-    embedded engine works inside the command's process, as it would inside a server's."""
+    """The JSON of ``sitelens COMMAND`` run on the copy, with the command's peak RSS (``peak_rss_bytes``, sampled as
+    the seeder's): the embedded engine works inside the command's process, as it would inside a server's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SITELENS_")} | {"SITELENS_EVENTS_URL": url}
     args = [*sitelens_command(), command, "--data-dir", str(ch_dir)]
-    with tempfile.TemporaryFile("w+") as errors:
-        process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
-        assert process.stdout is not None
-        with process.stdout:
-            out = process.stdout.read()
-        # Reaped here rather than by ``Popen``, for the kernel's record of this one child's resources.
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode:
-            errors.seek(0)
-            raise subprocess.CalledProcessError(process.returncode, args, out, errors.read())
-    return dict(json.loads(out)) | {"peak_rss_bytes": usage.ru_maxrss * 1024}
+    with subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        sampler = RSSSampler(process.pid, interval=0.1)
+        out, err = process.communicate()
+        sampler.stop()
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, args, out, err)
+    return dict(json.loads(out)) | {"peak_rss_bytes": sampler.peak}
 
 
 def merge_sessions(ch_dir: Path, url: str) -> dict[str, Any]:
