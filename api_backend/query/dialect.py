@@ -67,6 +67,9 @@ class SealedRead:
     log_seq: int
     cutoff: datetime
     open_from: datetime
+    # The seal of the generation's newest build of users (``sealed_users``, ``query/user_rows.py``), which holds the
+    # users of the rows sealed up to it; 0 for none.
+    users_seal: int = 0
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ __all__ = [
     "fact_column",
     "facts_answer",
     "facts_where_cheaper",
+    "inside_window",
     "merge_spans",
     "newest_ends",
     "pathnames",
@@ -170,7 +171,12 @@ _RELATION = (
 
 
 def sessions_relation(
-    d: Dialect, p: Params, site_ids: tuple[int, ...], stored: Sequence[str] | None = None, part: str | None = None
+    d: Dialect,
+    p: Params,
+    site_ids: tuple[int, ...],
+    stored: Sequence[str] | None = None,
+    part: str | None = None,
+    seals: str = "",
 ) -> str:
     """What reads name ``sessions``: the table, or where it holds partial rows (``Dialect.merged_sessions``) one row
     per session of ``site_ids``, with the columns reads use under the names DuckDB's table gives them.
@@ -181,7 +187,9 @@ def sessions_relation(
     ``open_from`` (which no open one is) are taken whole, later ones unless open, and open ones from ``sessions``.
     Without a seal it merges every row of the site's table with ``FINAL``. ``stored`` names the only columns a read
     takes: the engine then resolves those alone. ``part`` (with a seal only) keeps the ``"sealed"`` rows, with their
-    ``goal_mask`` too, or the ``"open"`` ones.
+    ``goal_mask`` too, or the ``"open"`` ones; ``"reopened"`` keeps instead the sealed rows of sessions open since
+    (which the relation takes from ``sessions``), as they were sealed. ``seals``: a condition on the sealed rows'
+    ``seal`` they must meet.
     """
     if not d.merged_sessions:
         return "sessions"
@@ -197,13 +205,19 @@ def sessions_relation(
     )
     columns = ", ".join(stored or _RELATION)
     sealed_columns = f"{columns}, goal_mask" if part == "sealed" else columns
-    rows = f"SELECT {sealed_columns} FROM sealed_sessions WHERE generation = {generation} AND {sites} AND first_seen"
+    sealed_by = f" AND {seals}" if seals else ""
+    rows = (
+        f"SELECT {sealed_columns} FROM sealed_sessions WHERE generation = {generation} AND {sites}{sealed_by} "
+        "AND first_seen"
+    )
     merged = _merged_sessions(d, stored, f"{sites} AND session_id IN ({opened})")
     parts = [
         f"{rows} < {open_from}",
         f"{rows} >= {open_from} AND session_id NOT IN ({opened})",
         f"SELECT {_open_columns(d, stored)} FROM ({merged}) AS open WHERE first_seen >= {open_from}",
     ]
+    if part == "reopened":
+        return f"({rows} >= {open_from} AND session_id IN ({opened})) AS sessions"
     chosen = parts[:2] if part == "sealed" else parts[2:] if part == "open" else parts
     return f"({' UNION ALL '.join(chosen)}) AS sessions"
 
@@ -312,12 +326,13 @@ def facts_where_cheaper(
         f"SELECT (SELECT count(*) FROM events WHERE {window_condition(scope.site_ids, scope.window, p, d)}) AS events, "
         f"(SELECT count(*) FROM sessions WHERE {sites}) AS sessions, {_merged_share()} AS merged, "
         "current_seal AS seal, "
-        f"(SELECT tuple(count(), min(first_seen)) FROM sessions WHERE {sites} AND session_id IN ({opened})) AS opened"
+        f"(SELECT tuple(count(), min(first_seen)) FROM sessions WHERE {sites} AND session_id IN ({opened})) AS opened, "
+        "(SELECT max(seal) FROM sealed_user_builds WHERE generation = tupleElement(current_seal, 1)) AS users"
     )
 
     def choose(rows: list[dict[str, Any]]) -> Query:
         window_events, site_rows, merged = rows[0]["events"], rows[0]["sessions"], rows[0]["merged"]
-        sealed = _sealed_read(rows[0]["seal"], rows[0]["opened"], window_events)
+        sealed = _sealed_read(rows[0]["seal"], rows[0]["opened"], window_events, rows[0]["users"])
         if sealed is not None:
             return facts(replace(d, sealed=sealed))
         mostly_merged = window_events >= MERGED_MIN_EVENTS and (merged or 0) >= MERGED_SHARE
@@ -327,9 +342,12 @@ def facts_where_cheaper(
     return replace(grouped, narrowing=Narrowing(p.query(d.counting(sizes)), choose), reads_sessions=True)
 
 
-def _sealed_read(seal: Sequence[Any] | None, opened: Sequence[Any], window_events: int) -> SealedRead | None:
-    """What a read of the sealed rows is bound to, from the narrowing's newest seal ``(generation, log_seq, cutoff)``
-    and ``(rows, first event)`` of the sessions it left open; None where they should not answer."""
+def _sealed_read(
+    seal: Sequence[Any] | None, opened: Sequence[Any], window_events: int, users: int | None = None
+) -> SealedRead | None:
+    """What a read of the sealed rows is bound to, from the narrowing's newest seal ``(generation, log_seq, cutoff)``,
+    ``(rows, first event)`` of the sessions it left open and the seal of its generation's newest build of users (0
+    for none); None where they should not answer."""
     if not seal or not seal[0] or window_events < SEALED_MIN_EVENTS:
         return None
     generation, log_seq, cutoff = seal
@@ -339,7 +357,7 @@ def _sealed_read(seal: Sequence[Any] | None, opened: Sequence[Any], window_event
         return None
     # Every sealed session stopped before the cutoff, so it bounds them all when none is open.
     open_from = min(cutoff, naive_utc(first_open)) if open_rows else cutoff
-    return SealedRead(int(generation), int(log_seq), cutoff, open_from)
+    return SealedRead(int(generation), int(log_seq), cutoff, open_from, int(users or 0))
 
 
 def _after_start(column: str, window: Window, p: Params) -> str:
@@ -352,6 +370,11 @@ def _before_end(column: str, window: Window, p: Params) -> str:
     if window.end is None:
         return "true"
     return f"{column} {'<=' if window.include_end else '<'} {p.add(window.end)}"
+
+
+def inside_window(first: str, last: str, window: Window, p: Params) -> str:
+    """SQL: a session first seen at ``first`` and last at ``last`` has every event in ``window`` (a whole session)."""
+    return f"{_after_start(first, window, p)} AND {_before_end(last, window, p)}"
 
 
 def _any_event(f: Filter, scope: Scope, d: Dialect, p: Params) -> str:
@@ -378,9 +401,9 @@ def selects_by_events(scope: Scope) -> bool:
     return any(not f.is_session_level for f in scope.session_filters)
 
 
-def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params, part: str | None = None) -> str:
+def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params, part: str | None = None, seals: str = "") -> str:
     """``SELECT <columns> FROM sessions``: the qualifying sessions whose every event lies in the window (with a seal
-    to read, those of one ``part`` of ``sessions_relation`` only if given)."""
+    to read, those of one ``part`` of ``sessions_relation`` only if given, and sealed rows meeting ``seals``)."""
     p.reads_sessions = True
     w = scope.window
     where = [
@@ -393,7 +416,7 @@ def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params, part: str 
             where.append(compare(_COLUMN[f.parameter], f.type, f.values, d, p))
         else:
             where.append(_any_event(f, scope, d, p))
-    relation = sessions_relation(d, p, scope.site_ids, part=part)
+    relation = sessions_relation(d, p, scope.site_ids, part=part, seals=seals)
     return f"SELECT {columns} FROM {relation} WHERE {' AND '.join(where)}"
 
 

@@ -44,6 +44,7 @@ from api_backend.store.clickhouse_schema import (
     goal_masks_sql,
     sealed_rows_sql,
     sessions_fill_sql,
+    users_build_sql,
 )
 from api_backend.store.events import (
     EVENT_COLUMNS,
@@ -113,6 +114,9 @@ SEAL_JOIN_BYTES_PER_SESSION = 128
 # to join (84 against 25 at 100M).
 _SEAL_INSERT_BLOCK = {"min_insert_block_size_rows": 262_144, "min_insert_block_size_bytes": 64 * 1024 * 1024}
 _MAX_JOIN_BUCKETS = 64
+# A generation's users are built again (``sealed_users``) once the rows sealed since the last build pass this share of
+# its rows: a read looks the users of those rows up one by one.
+USERS_BUILD_SHARE = 0.01
 
 
 def seal_settings(limit: int | None, sessions: int) -> dict[str, Any]:
@@ -293,6 +297,8 @@ class ClickHouseEventStore:
         self._sealed_local = (
             "sealed_sessions" if self._cluster_of("sealed_sessions") is None else "sealed_sessions_local"
         )
+        self._delete_users = self._delete_target("sealed_users")
+        self._users_local = "sealed_users" if self._cluster_of("sealed_users") is None else "sealed_users_local"
         self._recover()
         self._recover_seals()
 
@@ -549,7 +555,7 @@ class ClickHouseEventStore:
                     parameters=params,
                     settings=_DELETE_SETTINGS,
                 )
-            targets = (*self._copies.values(), self._delete_sessions, self._delete_sealed)
+            targets = (*self._copies.values(), self._delete_sessions, self._delete_sealed, self._delete_users)
             for target in (*targets, "goal_definitions", "sealed_goal_bits"):
                 self.client.command(
                     f"DELETE FROM {target} WHERE site_id = {{site:Int32}}", parameters=params, settings=_DELETE_SETTINGS
@@ -619,10 +625,11 @@ class ClickHouseEventStore:
         generation = 1 if current is None else current.generation + (1 if again else 0)
         params: dict[str, Any] = {"cutoff": cutoff}
         keys = ""
+        reopened = False
         if current is not None and not full:
             params |= {"log": current.log_seq, "open_cutoff": current.cutoff}
             keys = f"(site_id, session_id) IN ({_OPEN_KEYS})"
-            self._drop_reopened(generation, keys, params)
+            reopened = self._drop_reopened(generation, keys, params)
         before = self._sealed_count(generation)
         where = "merged.last_seen < {cutoff:DateTime64(3, 'UTC')}"
         # Rows of a seal that fails before its record are deleted before the next writes its own.
@@ -647,6 +654,7 @@ class ClickHouseEventStore:
             # A read holding a seal from before the last full one may still read the generation before; after
             # a seal more, none does.
             self._drop_generations_before(generation)
+        self._build_users(generation, seal, due=full or reopened)
         written = self._sealed_count(generation) - before
         sites = sum(1 for pairs in registry.values() if pairs)
         return {"seal": seal, "generation": generation, "full": full, "sessions": written, "goal_sites": sites}
@@ -701,8 +709,9 @@ class ClickHouseEventStore:
         ).result_rows
         return int(rows[0][0])
 
-    def _drop_reopened(self, generation: int, keys: str, params: dict[str, Any]) -> None:
-        """Delete the sealed rows of ``generation`` of open sessions (``keys``): only a clock set back gives one."""
+    def _drop_reopened(self, generation: int, keys: str, params: dict[str, Any]) -> bool:
+        """Delete the sealed rows of ``generation`` of open sessions (``keys``): only a clock set back gives one.
+        Their users' builds go first: they name the sessions' users as sealed. Returns whether any went."""
         where = f"generation = {{generation:UInt32}} AND {keys}"
         params = {**params, "generation": generation}
         (count,) = self.client.query(
@@ -711,8 +720,14 @@ class ClickHouseEventStore:
         if count:
             log.warning("%d sealed sessions got events after they were sealed; sealing them again", count)
             self.client.command(
+                "DELETE FROM sealed_user_builds WHERE generation = {generation:UInt32}",
+                parameters=params,
+                settings=_DELETE_SETTINGS,
+            )
+            self.client.command(
                 f"DELETE FROM {self._delete_sealed} WHERE {where}", parameters=params, settings=_DELETE_SETTINGS
             )
+        return bool(count)
 
     def _drop_generations_before(self, generation: int) -> None:
         """Drop the partitions of the generations older than ``generation`` (a read may still use that one), of the
@@ -726,6 +741,55 @@ class ClickHouseEventStore:
             for (partition,) in rows:
                 if int(partition) < generation:
                     self.client.command(f"ALTER TABLE {target} DROP PARTITION {int(partition)}")
+        self._drop_builds(generation)
+
+    def _build_users(self, generation: int, seal: int, *, due: bool) -> None:
+        """Write ``generation``'s users of the rows sealed up to ``seal`` as its build of ``sealed_users``, where
+        ``due`` (a full seal, one that dropped reopened rows), where the generation has none, or where the rows
+        sealed since its last build pass ``USERS_BUILD_SHARE`` of its rows. The build is recorded once written
+        whole; reads use the newest recorded one (``query/user_rows.py``)."""
+        built, last = self.client.query(
+            "SELECT count(), max(seal) FROM sealed_user_builds WHERE generation = {g:UInt32}",
+            parameters={"g": generation},
+        ).result_rows[0]
+        if built and not due:
+            total, since = self.client.query(
+                "SELECT count(), countIf(seal > {s:UInt64}) FROM sealed_sessions WHERE generation = {g:UInt32}",
+                parameters={"g": generation, "s": int(last)},
+            ).result_rows[0]
+            if since <= USERS_BUILD_SHARE * total:
+                return
+        self.client.command(f"ALTER TABLE {self._delete_users} DROP PARTITION {int(seal)}", settings=_MERGE_SETTINGS)
+        self.client.command(
+            users_build_sql("sealed_users", generation, seal), settings=seal_settings(self._memory_limit, 0)
+        )
+        self.client.insert("sealed_user_builds", [(seal, generation)], column_names=["seal", "generation"])
+        # The generation before stays readable until the next seal (``_drop_generations_before``).
+        self._drop_builds(generation - 1)
+
+    def _drop_builds(self, generation: int) -> None:
+        """Drop the builds of the generations older than ``generation``, those of it but its newest two (a read may
+        still use the one before), and the partitions of builds never recorded."""
+        recorded = self.client.query("SELECT seal, generation FROM sealed_user_builds").result_rows
+        newest: dict[int, list[int]] = {}
+        for seal, built_for in sorted(recorded, reverse=True):
+            newest.setdefault(int(built_for), []).append(int(seal))
+        keep = {seal for g, seals in newest.items() if g >= generation for seal in seals[:2]}
+        gone = sorted({int(seal) for seal, _ in recorded} - keep)
+        if gone:
+            self.client.command(
+                "DELETE FROM sealed_user_builds WHERE seal IN {gone:Array(UInt64)}",
+                parameters={"gone": gone},
+                settings=_DELETE_SETTINGS,
+            )
+        partitions = self.client.query(
+            "SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() "
+            "AND table = {t:String} AND active",
+            parameters={"t": self._users_local},
+        ).result_rows
+        for (partition,) in partitions:
+            if int(partition) not in keep:
+                self.client.command(f"ALTER TABLE {self._delete_users} DROP PARTITION {int(partition)}")
 
     def _unseal(self) -> None:
         """Record a seal holding no sessions (``NO_CUTOFF``), in a new generation (seal lock held)."""

@@ -66,6 +66,7 @@ from api_backend.query.facts import FIRST_SET_PARAMETERS, pathnames
 from api_backend.query.filters import EFFECTIVE_USER, channel_key, row_expression, user_key
 from api_backend.query.goals import GOAL_EVENT_TYPES
 from api_backend.query.sql import Params
+from api_backend.query.user_rows import USER_FORMS
 from api_backend.store.events import EVENT_COLUMNS
 
 __all__ = [
@@ -82,11 +83,13 @@ __all__ = [
     "pathnames_sql",
     "sealed_rows_sql",
     "sealed_sql",
+    "sealed_users_sql",
     "session_states_sql",
     "sessions_fill_sql",
     "sessions_final_sql",
     "single_node_sql",
     "timestamp_codec_sql",
+    "users_build_sql",
 ]
 
 SCHEMA_TABLE = "sitelens_schema"
@@ -549,6 +552,62 @@ def sealed_paths_sql(database: str | None = None) -> list[str]:
     return [f"ALTER TABLE {prefix}sealed_sessions {_SEALED_PATHS}"]
 
 
+# One row per user of a generation's sealed sessions, with the first and last times of each of them (and the user's
+# first and last of all): the users of a window are then the rows with a pair inside it, counted without grouping 18M
+# users again on every read (the overview at 100M events, ``query/user_rows.py``). A *build* writes every user of the
+# rows sealed up to a seal at once, in a partition named by that seal, so each user has one row in it; reads take the
+# rows sealed since from ``sealed_sessions``.
+#
+# Rows per mark of ``sealed_users``: a read looks up a few hundred users spread over the whole key, each reading the
+# rows of its mark. At 100M events, 425 users took 230-400 ms with the default 8192 rows a mark, 110-140 ms with 1024.
+_USERS_GRANULE = 1024
+
+
+def _sealed_users_table(name: str, engine: str, on_cluster: str = "") -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (\n    `seal` UInt64,\n    `generation` UInt32,\n"
+        "    `site_id` Int32,\n    `user_form` UInt8,\n    `user_number` UInt64,\n    `user_text` String,\n"
+        f"    `user_first` {_TIME},\n    `user_last` {_TIME},\n    `firsts` Array({_TIME}),\n"
+        f"    `lasts` Array({_TIME})\n)\n"
+        f"ENGINE = {engine}\nPARTITION BY seal\nORDER BY (site_id, user_form, user_number, user_text)\n"
+        f"SETTINGS {TABLE_SETTINGS}, index_granularity = {_USERS_GRANULE}"
+    )
+
+
+def _user_builds_table(name: str, engine: str, on_cluster: str = "") -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (seal UInt64, generation UInt32, "
+        f"built_at {_TIME} DEFAULT now64(3))\nENGINE = {engine}\nORDER BY seal\nSETTINGS {TABLE_SETTINGS}"
+    )
+
+
+def sealed_users_sql(database: str | None = None) -> list[str]:
+    """Schema version 11: ``sealed_users`` and ``sealed_user_builds``, the record of each build written whole.
+
+    Nothing is filled here: the server's next seal builds the current generation's users.
+    """
+    prefix = f"`{database}`." if database else ""
+    return [
+        _sealed_users_table(f"{prefix}sealed_users", "MergeTree"),
+        _user_builds_table(f"{prefix}sealed_user_builds", "MergeTree"),
+    ]
+
+
+def users_build_sql(target: str, generation: int, seal: int, source: str = "sealed_sessions") -> str:
+    """``INSERT`` into ``target`` (``sealed_users``) of the build of one row per user of the rows of ``generation``
+    in ``source`` sealed up to ``seal``; a session with neither a number nor another string as its user has none."""
+    return (
+        f"INSERT INTO {target} (seal, generation, site_id, user_form, user_number, user_text, user_first, user_last, "
+        "firsts, lasts)\n"
+        f"SELECT {int(seal)}, {int(generation)}, sealed.site_id AS site_id, {USER_FORMS.format(t='sealed')},\n"
+        "    min(sealed.first_seen) AS user_first, max(sealed.last_seen) AS user_last,\n"
+        "    groupArray(sealed.first_seen) AS firsts, groupArray(sealed.last_seen) AS lasts\n"
+        f"FROM {source} AS sealed\nWHERE sealed.generation = {int(generation)} AND sealed.seal <= {int(seal)} "
+        "AND (isNotNull(sealed.user_number) OR isNotNull(sealed.user_text))\n"
+        "GROUP BY site_id, user_form, user_number, user_text"
+    )
+
+
 def sealed_rows_sql(
     target: str,
     generation: int,
@@ -716,6 +775,23 @@ def _cluster_versions(cluster: str, database: str) -> list[list[str]]:
             f"ALTER TABLE {db}.sealed_sessions_local{on} {_SEALED_PATHS}",
             f"ALTER TABLE {db}.sealed_sessions{on} {_SEALED_PATHS}",
         ],
+        [
+            # Sharded by user, not by session: each user's row lies on one shard, which counts it once. The record of
+            # the builds, like that of the seals, on every node.
+            _sealed_users_table(
+                f"{db}.sealed_users_local",
+                "ReplicatedMergeTree('/clickhouse/tables/{shard}/" + database + "/{table}', '{replica}')",
+                on,
+            ),
+            f"CREATE TABLE IF NOT EXISTS {db}.sealed_users{on} AS {db}.sealed_users_local\n"
+            f"ENGINE = Distributed('{cluster}', '{database}', 'sealed_users_local', "
+            "cityHash64(site_id, user_form, user_number, user_text))",
+            _user_builds_table(
+                f"{db}.sealed_user_builds",
+                "ReplicatedMergeTree('/clickhouse/tables/" + database + "/{table}', '{replica}')",
+                on,
+            ),
+        ],
     ]
 
 
@@ -770,6 +846,8 @@ def cluster_upgrade_sql(cluster: str, database: str, from_version: int) -> list[
         9: [],
         # Nor here: the sealed rows are converted in place.
         10: [],
+        # Nor here: sitelens's next seal builds the users.
+        11: [],
     }
     statements: list[str] = []
     for version, tables in enumerate(_cluster_versions(cluster, database), start=1):
@@ -790,4 +868,5 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     tuple(sealed_sql()),
     tuple(goal_bits_sql()),
     tuple(sealed_paths_sql()),
+    tuple(sealed_users_sql()),
 )

@@ -44,7 +44,7 @@ def test_chadmin001_single_node_schema_runs_and_the_store_adopts_it(capsys, chdb
     for statement in _statements(capsys):
         chdb_client.command(statement)
     store = ClickHouseEventStore(chdb_client, chdb_database)
-    assert store.schema_version == 10  # and migrated on open to the newest version
+    assert store.schema_version == 11  # and migrated on open to the newest version
     (engine,) = chdb_client.query(
         "SELECT engine FROM system.tables WHERE database = {db:String} AND name = 'events'",
         parameters={"db": chdb_database},
@@ -83,7 +83,7 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert main(["clickhouse-schema", "--cluster", "analytics", "--database", "web"]) == 0
     full = _statements(capsys)
     upgrades = {}
-    for start in (1, 2, 3, 4, 5, 6, 7, 8, 9):
+    for start in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10):
         args = ["clickhouse-schema", "--cluster", "analytics", "--database", "web", "--upgrade-from", str(start)]
         assert main(args) == 0
         upgrades[start] = _statements(capsys)
@@ -110,6 +110,9 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
             "session_seals",
             "goal_definitions",
             "sealed_goal_bits",
+            "sealed_users_local",
+            "sealed_users",
+            "sealed_user_builds",
         )
     ]
     assert all(s in full for s in created)
@@ -208,14 +211,22 @@ def test_chadmin006_cluster_upgrade_statements_create_and_fill_each_later_versio
     assert upgrades[1].index(fills[0]) > upgrades[1].index(created[5])
     assert upgrades[1].index(fills[2]) > upgrades[1].index(created[9])
     assert upgrades[1].index(fills[4]) > upgrades[1].index(created[10])
-    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (10)"
+    final = "INSERT INTO `web`.sitelens_schema (version) VALUES (11)"
     assert all(upgrade[-1] == final for upgrade in upgrades.values()) and full[-1] == final
     pair_version = [*pairs, created[10], *fills[4:]]
     goal_version = [*created[7:8], goal_codec, *created[8:10], *fills[2:4]]
     seal_version = [*created[11:14], *indexes]
     assert "ReplicatedMergeTree('/clickhouse/tables/web/{table}', '{replica}')" in created[14] and created[15]
-    assert upgrades[9] == [*paths, final]
-    mask_version = [*masks, *created[14:], *paths]
+    # Version 11 adds the builds of the sealed sessions' users, sharded by user, filled by the seals.
+    assert "Distributed('analytics', 'web', 'sealed_users_local', " in created[17]
+    assert "cityHash64(site_id, user_form, user_number, user_text))" in created[17]
+    assert "ReplicatedMergeTree('/clickhouse/tables/{shard}/web/{table}', '{replica}')" in created[16]
+    assert "PARTITION BY seal\nORDER BY (site_id, user_form, user_number, user_text)" in created[16]
+    assert "ReplicatedMergeTree('/clickhouse/tables/web/{table}', '{replica}')" in created[18]
+    users_version = created[16:]
+    assert upgrades[10] == [*users_version, final]
+    assert upgrades[9] == [*paths, *users_version, final]
+    mask_version = [*masks, *created[14:16], *paths, *users_version]
     assert upgrades[8] == [*mask_version, final]
     seal_version += mask_version
     assert upgrades[7] == [*seal_version, final]
@@ -247,12 +258,12 @@ def test_chadmin010_the_cluster_fills_give_what_the_migrations_give(chdb_setting
     store.close()
 
 
-@pytest.mark.parametrize("value", ["0", "10", "x", "-1"])
+@pytest.mark.parametrize("value", ["0", "11", "x", "-1"])
 def test_chadmin007_cluster_upgrade_refuses_versions_it_cannot_start_from(capsys, value):
     with pytest.raises(SystemExit) as exit_info:
         main(["clickhouse-schema", "--cluster", "analytics", "--upgrade-from", value])
     assert exit_info.value.code == 2
-    assert "schema version from 1 to 9" in capsys.readouterr().err
+    assert "schema version from 1 to 10" in capsys.readouterr().err
 
 
 def test_chadmin008_upgrade_statements_are_for_clusters_only(capsys):
@@ -281,7 +292,7 @@ def test_chadmin009_on_a_cluster_an_older_schema_stops_the_store_naming_the_upgr
     with pytest.raises(ValueError) as refused:
         ClickHouseEventStore(client, database)
     message = str(refused.value)
-    assert "schema version 1" in message and "needs 10" in message
+    assert "schema version 1" in message and "needs 11" in message
     assert f"sitelens clickhouse-schema --cluster analytics --database {database} --upgrade-from 1" in message
     tables = {
         row[0] for row in client.query("SELECT name FROM system.tables WHERE database = currentDatabase()").result_rows

@@ -226,11 +226,11 @@ def test_chstore006_schema(store, chdb_client, chdb_database):
         "bit": "UInt8",
         "definition": "String",
     }
-    assert store.schema_version == 10
+    assert store.schema_version == 11
     # Opening again migrates nothing twice.
     again = ClickHouseEventStore(store.client, chdb_database)
-    assert again.schema_version == 10
-    assert store.query("SELECT count() FROM sitelens_schema") == [(10,)]
+    assert again.schema_version == 11
+    assert store.query("SELECT count() FROM sitelens_schema") == [(11,)]
 
 
 def test_chstore007_log_position_moves_with_each_append(store):
@@ -531,7 +531,7 @@ def test_chstore020_upgrading_to_version_5_stores_new_times_with_t64_and_reads_t
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 10
+    assert upgraded.schema_version == 11
     codecs = (
         "SELECT table, compression_codec FROM system.columns WHERE database = currentDatabase() "
         "AND name = 'timestamp' AND table IN ('events', 'error_events')"

@@ -75,7 +75,7 @@ def test_cherr002_upgrading_a_database_fills_the_copy_from_its_events(chdb_setti
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 10
+    assert upgraded.schema_version == 11
     assert_copy_is_exact(upgraded)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in error_rows(random.Random(23), 30)]
     upgraded.append(rows_to_table(more))  # and the view keeps it from then on

@@ -120,7 +120,7 @@ def test_chgoal003_upgrading_a_database_fills_the_copy_from_its_events(chdb_sett
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 10
+    assert upgraded.schema_version == 11
     assert_copy_is_exact(upgraded)
     codec = "SELECT compression_codec FROM system.columns WHERE table = 'goal_events' AND name = 'timestamp'"
     assert upgraded.query(codec + " AND database = currentDatabase()") == [("CODEC(T64, LZ4)",)]

@@ -226,7 +226,7 @@ def test_sealgoal005_a_store_at_version_8_is_upgraded_and_its_seal_written_again
     store.close()
     upgraded, _ = open_event_store(chdb_settings)
     try:
-        assert upgraded.schema_version == len(MIGRATIONS) == 10
+        assert upgraded.schema_version == len(MIGRATIONS) == 11
         assert upgraded.query("SELECT max(goal_mask) FROM sealed_sessions") == [(0,)]
         assert upgraded.stored_goal_bits(1, GOALS) is None
         upgraded.store_goal_bits(1, GOALS)

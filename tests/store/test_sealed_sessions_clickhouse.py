@@ -29,13 +29,22 @@ from api_backend.query.window import Window
 from api_backend.read.results import ResultCache
 from api_backend.services import SEAL_IDLE, open_services
 from api_backend.settings import load_settings
+from api_backend.store import clickhouse as clickhouse_module
 from api_backend.store.clickhouse import ClickHouseEventStore, Seal
 from api_backend.store.clickhouse_schema import MIGRATIONS, SCHEMA_TABLE
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
 from api_backend.store.open import open_event_store
 from api_backend.store.sealing import SessionsSealSchedule
-from tests.store.test_session_facts import BUCKETS, GOALS, START, assert_same, random_events, random_scope
+from tests.store.test_session_facts import (
+    BUCKETS,
+    GOALS,
+    START,
+    assert_same,
+    random_events,
+    random_scope,
+    random_window,
+)
 from tests.store.test_session_facts_clickhouse import _shared_reads, finished
 from tests.support import wait_until
 from tests.support.clickhouse import SECRET, chdb_url, drop_database, fresh_database
@@ -256,7 +265,7 @@ def test_seal007_the_overview_reads_a_seal_only_where_one_is_worth_reading(chdb_
         assert built.narrowing is not None
 
         def picks(events: int, seal: tuple[Any, ...], opened: tuple[int, datetime]) -> bool:
-            row = {"events": events, "sessions": 0, "merged": 1.0, "seal": seal, "opened": opened}
+            row = {"events": events, "sessions": 0, "merged": 1.0, "seal": seal, "opened": opened, "users": 0}
             return "FROM sealed_sessions" in built.narrowing.then([row]).sql  # type: ignore[union-attr]
 
         many = facts_module.SEALED_MIN_EVENTS
@@ -426,7 +435,7 @@ def test_seal012_a_store_at_version_9_keeps_its_sealed_paths_as_dictionary_numbe
     store.close()
     upgraded, _ = open_event_store(chdb_settings)
     try:
-        assert upgraded.schema_version == len(MIGRATIONS) == 10
+        assert upgraded.schema_version == len(MIGRATIONS) == 11
         assert upgraded.query(
             "SELECT type FROM system.columns WHERE database = currentDatabase() AND table = 'sealed_sessions' "
             "AND name = 'pathnames'"
@@ -447,3 +456,220 @@ def test_seal012_a_store_at_version_9_keeps_its_sealed_paths_as_dictionary_numbe
                 assert_same(got, want, days)
     finally:
         upgraded.close()
+
+
+def _session_users(rows: list[dict[str, Any]]) -> dict[tuple[int, str], str]:
+    """Each session's user, as the table picks it: its last identified id, else its last visitor id."""
+    users: dict[tuple[int, str], tuple[tuple[bool, datetime], str]] = {}
+    for r in rows:
+        identified = r["identified_user_id"] != ""
+        key = (identified, r["timestamp"])
+        session = (r["site_id"], r["session_id"])
+        if session not in users or key > users[session][0]:
+            users[session] = (key, r["identified_user_id"] if identified else r["user_id"])
+    return {session: user for session, (_, user) in users.items()}
+
+
+def _overview_agrees(
+    store: ClickHouseEventStore, duck: DuckDBEventStore, scope: Scope, *, user_rows: bool, context: Any
+) -> dict[str, Any]:
+    """The overview of ``scope`` read from the seal, with its users counted from ``sealed_users`` or not as
+    ``user_rows`` says, equals the event grouping's and DuckDB's; returns it."""
+    want = store.query_dicts(*CLICKHOUSE.bind(build_overview_events_query(scope, CLICKHOUSE)))
+    assert_same(duck.query_dicts(*DUCKDB.bind(build_overview_query(scope, DUCKDB))), want, context)
+    got, made = _narrowed(store, build_overview_query(scope, CLICKHOUSE))
+    assert "FROM sealed_sessions" in made.sql, context
+    assert ("FROM sealed_users WHERE seal" in made.sql) == user_rows, context
+    assert_same(got, want, context)
+    return got[0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_seal013_the_overview_counts_the_sealed_sessions_users_from_their_rows_per_user(
+    sealed_stores, seed, monkeypatch
+):
+    """On one site without a filter, the users of the whole sealed sessions are the rows of ``sealed_users`` with a
+    session in the window, plus the users of the edge sessions, the open ones and the sealed ones open again, looked
+    up: the same numbers as the event grouping and DuckDB on random windows and zones."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    store, duck, _, _, _ = sealed_stores
+    rng = random.Random(9400 + seed)
+    scope = Scope((rng.choice((1, 2, 3)),), random_window(rng), ())
+    _overview_agrees(store, duck, scope, user_rows=True, context=scope)
+
+
+def test_seal014_sealed_sessions_open_again_under_another_user_count_as_they_are_now(chdb_settings, monkeypatch):
+    """Sealed sessions that get events (a clock set back) under another user: until the next seal their old user's
+    times are still in the build of ``sealed_users``, and the reads count the user the session has now. The seal that
+    drops their rows drops the generation's builds and builds again; a full seal builds its new generation's users,
+    and the seal after drops the old generation's."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(53), 400)
+        early = [r for r in rows if r["timestamp"] < LATER]
+        store.append(rows_to_table(early), log_seq=1)
+        store.seal_sessions(CUTOFF)
+        assert store.query("SELECT seal, generation FROM sealed_user_builds") == [(1, 1)]
+        # Sealed sessions of site 1 whose user has no other session: counting their old user would count one more.
+        users = _session_users(early)
+        sessions_of: dict[tuple[int, str], int] = {}
+        for (site, _), user in users.items():
+            sessions_of[(site, user)] = sessions_of.get((site, user), 0) + 1
+        stopped = {r["session_id"] for r in early if r["timestamp"] >= CUTOFF - timedelta(hours=2)}
+        alone = sorted(
+            sid
+            for (site, sid), user in users.items()
+            if site == 1 and sessions_of[(site, user)] == 1 and sid not in stopped
+        )
+        assert len(alone) >= 5
+        moved = [
+            {
+                **next(r for r in early if r["session_id"] == sid),
+                "timestamp": LATER + timedelta(hours=n),
+                "type": "pageview",
+                "identified_user_id": f"member-moved-{n}",
+            }
+            for n, sid in enumerate(alone[:5])
+        ]
+        rows += moved
+        store.append(rows_to_table([r for r in rows if r["timestamp"] >= LATER]), log_seq=2)
+        duck = DuckDBEventStore(":memory:")
+        duck.append(rows_to_table(rows))
+        whole = Scope((1,), Window(START, START + timedelta(days=40), "UTC", mode="datetime"), ())
+        # A window holding the moved sessions' sealed times but not their new events: their old user, as before.
+        before = Scope((1,), Window(START, LATER, "UTC", mode="datetime"), ())
+        scopes = [whole, before, *(Scope((1,), random_window(random.Random(n)), ()) for n in range(8))]
+        counted = _overview_agrees(store, duck, whole, user_rows=True, context="whole")
+        assert counted["users"] == len({u for (site, _), u in _session_users(rows).items() if site == 1})
+        for scope in scopes[1:]:
+            _overview_agrees(store, duck, scope, user_rows=True, context=scope)
+        # The next seal drops the moved sessions' sealed rows and seals them again, with a build of their users now.
+        end = START + timedelta(days=40)
+        store.seal_sessions(end)
+        assert store.query("SELECT seal, generation FROM sealed_user_builds") == [(2, 1)]
+        for scope in scopes:
+            _overview_agrees(store, duck, scope, user_rows=True, context=scope)
+        # A direct write undoes the seal; the full seal after writes generation 2 and builds its users.
+        extra = {**rows[0], "timestamp": START + timedelta(days=30), "session_id": "direct-write"}
+        store.append(rows_to_table([extra]))
+        duck.append(rows_to_table([extra]))
+        assert store.seal_sessions(end)["generation"] == 2
+        assert store.query("SELECT seal, generation FROM sealed_user_builds ORDER BY seal") == [(2, 1), (4, 2)]
+        for scope in scopes:
+            _overview_agrees(store, duck, scope, user_rows=True, context=scope)
+        store.seal_sessions(end)
+        assert store.query("SELECT seal, generation FROM sealed_user_builds") == [(4, 2)]
+        assert store.query("SELECT DISTINCT seal FROM sealed_users") == [(4,)]
+        # One row per user of the sealed sessions.
+        built = store.query("SELECT site_id, user_form, user_number, user_text FROM sealed_users")
+        sealed_users = store.query(
+            "SELECT DISTINCT site_id, if(isNull(user_number), 2, 1), ifNull(user_number, 0), ifNull(user_text, '') "
+            "FROM sealed_sessions WHERE isNotNull(user_number) OR isNotNull(user_text)"
+        )
+        assert sorted(built) == sorted(sealed_users) and len(built) > 100
+    finally:
+        store.close()
+
+
+def test_seal015_the_sessions_sealed_after_a_build_are_counted_from_their_rows_until_the_next(
+    chdb_settings, monkeypatch
+):
+    """Sessions sealed after the newest build are read from their sealed rows and their users looked up; once they
+    pass ``USERS_BUILD_SHARE`` of the generation's rows, a seal builds again."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    monkeypatch.setattr(clickhouse_module, "USERS_BUILD_SHARE", float("inf"))
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(56), 400)
+        store.append(rows_to_table([r for r in rows if r["timestamp"] < LATER]), log_seq=1)
+        store.seal_sessions(CUTOFF)
+        store.append(rows_to_table([r for r in rows if r["timestamp"] >= LATER]), log_seq=2)
+        store.seal_sessions(START + timedelta(days=30))
+        (later,) = store.query("SELECT count() FROM sealed_sessions WHERE seal = 2")[0]
+        assert later > 50 and store.query("SELECT seal FROM sealed_user_builds") == [(1,)]
+        duck = DuckDBEventStore(":memory:")
+        duck.append(rows_to_table(rows))
+        scopes = [Scope((1 + n % 3,), random_window(random.Random(800 + n)), ()) for n in range(10)]
+        for scope in scopes:
+            _overview_agrees(store, duck, scope, user_rows=True, context=scope)
+        monkeypatch.setattr(clickhouse_module, "USERS_BUILD_SHARE", 0.01)
+        store.seal_sessions(START + timedelta(days=40))
+        assert store.query("SELECT seal FROM sealed_user_builds ORDER BY seal") == [(1,), (3,)]
+        for scope in scopes:
+            _overview_agrees(store, duck, scope, user_rows=True, context=scope)
+    finally:
+        store.close()
+
+
+def test_seal016_a_store_at_version_10_builds_its_users_at_the_next_seal(chdb_settings, monkeypatch):
+    """Version 11 creates ``sealed_users`` and the record of its builds, empty: the overview groups the users until
+    the next seal builds them, then counts them from the build, with the same numbers."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    store, _ = open_event_store(chdb_settings)
+    rows = random_events(random.Random(54), 300)
+    store.append(rows_to_table(rows), log_seq=1)
+    store.seal_sessions(CUTOFF)
+    # What a database of schema version 10 looks like, sealed.
+    for table in ("sealed_users", "sealed_user_builds"):
+        store.client.command(f"DROP TABLE {table} SYNC")
+    store.client.command(f"DELETE FROM {SCHEMA_TABLE} WHERE version >= 11", settings={"mutations_sync": 2})
+    store.close()
+    upgraded, _ = open_event_store(chdb_settings)
+    try:
+        assert upgraded.schema_version == len(MIGRATIONS) == 11
+        assert upgraded.query("SELECT count() FROM sealed_users") == [(0,)]
+        duck = DuckDBEventStore(":memory:")
+        duck.append(rows_to_table(rows))
+        scopes = [Scope((1 + n % 3,), random_window(random.Random(700 + n)), ()) for n in range(6)]
+        for scope in scopes:
+            _overview_agrees(upgraded, duck, scope, user_rows=False, context=scope)
+        upgraded.seal_sessions(CUTOFF)
+        assert upgraded.query("SELECT seal, generation FROM sealed_user_builds") == [(2, 1)]
+        for scope in scopes:
+            _overview_agrees(upgraded, duck, scope, user_rows=True, context=scope)
+    finally:
+        upgraded.close()
+
+
+def test_seal017_deleting_a_site_deletes_its_users_and_a_build_never_recorded_is_not_read(chdb_settings, monkeypatch):
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(55), 300)
+        store.append(rows_to_table(rows[:200]), log_seq=1)
+        store.seal_sessions(CUTOFF)
+        store.delete_site(1)
+        assert {site for (site,) in store.query("SELECT DISTINCT site_id FROM sealed_users")} == {2, 3}
+        # A direct write, then a full seal whose build stops before its record.
+        store.append(rows_to_table(rows[200:]))
+        real = store.client.insert
+
+        def stop_before_the_record(table: str, *args: Any, **kwargs: Any) -> Any:
+            if table == "sealed_user_builds":
+                raise ConnectionError("the process stopped")
+            return real(table, *args, **kwargs)
+
+        store.client.insert = stop_before_the_record
+        with pytest.raises(ConnectionError):
+            store.seal_sessions(START + timedelta(days=40))
+        store.client.insert = real
+        assert store.query("SELECT DISTINCT seal FROM sealed_users ORDER BY seal") == [(1,), (3,)]
+        assert store.query("SELECT seal, generation FROM sealed_user_builds") == [(1, 1)]
+        duck = DuckDBEventStore(":memory:")
+        duck.append(rows_to_table([r for r in rows if r["site_id"] != 1 or r in rows[200:]]))
+        scope = Scope((2,), Window(START, START + timedelta(days=40), "UTC", mode="datetime"), ())
+        # Generation 2 has no recorded build: its users are grouped.
+        _overview_agrees(store, duck, scope, user_rows=False, context=scope)
+        # The next seal builds them and drops the partition the failed build left, and generation 1's build.
+        store.seal_sessions(START + timedelta(days=40))
+        assert store.query("SELECT seal, generation FROM sealed_user_builds") == [(4, 2)]
+        assert store.query("SELECT DISTINCT seal FROM sealed_users") == [(4,)]
+        _overview_agrees(store, duck, scope, user_rows=True, context=scope)
+    finally:
+        store.close()

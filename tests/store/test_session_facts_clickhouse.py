@@ -119,7 +119,7 @@ def test_chfacts002_upgrading_a_database_fills_the_table_from_its_events(chdb_se
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == len(MIGRATIONS) == 10
+    assert upgraded.schema_version == len(MIGRATIONS) == 11
     assert finished(upgraded) == duckdb_facts(rows)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(13), 20)]
     upgraded.append(rows_to_table(more))  # and the view keeps it from then on
@@ -142,7 +142,7 @@ def test_chfacts010_upgrading_to_version_4_gives_the_stored_sessions_their_paths
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 10
+    assert upgraded.schema_version == 11
     assert finished(upgraded) == duckdb_facts(rows)
     assert any(row[-1] for row in finished(upgraded))  # sessions with pageviews list their paths
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(17), 20)]
@@ -172,7 +172,7 @@ def test_chfacts019_upgrading_to_version_7_turns_the_states_into_pairs(chdb_sett
     store.close()
 
     upgraded, _ = open_event_store(chdb_settings)
-    assert upgraded.schema_version == 10
+    assert upgraded.schema_version == 11
     assert dict(upgraded.query(types))["entry_page"].startswith("SimpleAggregateFunction(min, Tuple(")
     assert finished(upgraded) == before == duckdb_facts(rows)
     more = [dict(row, session_id="new-" + row["session_id"]) for row in random_events(random.Random(19), 20)]

@@ -86,7 +86,7 @@ def chdb_database(chdb_client: Any) -> Iterator[str]:
 
 # The narrowing's columns of a store with no seal to read (``query.facts.facts_where_cheaper``), for tests that give
 # a narrowing its rows by hand.
-UNSEALED: dict[str, Any] = {"seal": (0, 0, NO_CUTOFF), "opened": (0, NO_CUTOFF)}
+UNSEALED: dict[str, Any] = {"seal": (0, 0, NO_CUTOFF), "opened": (0, NO_CUTOFF), "users": 0}
 
 
 @pytest.fixture
