@@ -493,6 +493,7 @@ def test_seal013_the_overview_counts_the_sealed_sessions_users_from_their_rows_p
     up: the same numbers as the event grouping and DuckDB on random windows and zones."""
     monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
     monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
     store, duck, _, _, _ = sealed_stores
     rng = random.Random(9400 + seed)
     scope = Scope((rng.choice((1, 2, 3)),), random_window(rng), ())
@@ -506,6 +507,7 @@ def test_seal014_sealed_sessions_open_again_under_another_user_count_as_they_are
     and the seal after drops the old generation's."""
     monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
     monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
     store, _ = open_event_store(chdb_settings)
     try:
         rows = random_events(random.Random(53), 400)
@@ -581,6 +583,7 @@ def test_seal015_the_sessions_sealed_after_a_build_are_counted_from_their_rows_u
     pass ``USERS_BUILD_SHARE`` of the generation's rows, a seal builds again."""
     monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
     monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
     monkeypatch.setattr(clickhouse_module, "USERS_BUILD_SHARE", float("inf"))
     store, _ = open_event_store(chdb_settings)
     try:
@@ -610,6 +613,7 @@ def test_seal016_a_store_at_version_10_builds_its_users_at_the_next_seal(chdb_se
     the next seal builds them, then counts them from the build, with the same numbers."""
     monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
     monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
     store, _ = open_event_store(chdb_settings)
     rows = random_events(random.Random(54), 300)
     store.append(rows_to_table(rows), log_seq=1)
@@ -639,6 +643,7 @@ def test_seal016_a_store_at_version_10_builds_its_users_at_the_next_seal(chdb_se
 def test_seal017_deleting_a_site_deletes_its_users_and_a_build_never_recorded_is_not_read(chdb_settings, monkeypatch):
     monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
     monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
     store, _ = open_event_store(chdb_settings)
     try:
         rows = random_events(random.Random(55), 300)
@@ -671,5 +676,28 @@ def test_seal017_deleting_a_site_deletes_its_users_and_a_build_never_recorded_is
         assert store.query("SELECT seal, generation FROM sealed_user_builds") == [(4, 2)]
         assert store.query("SELECT DISTINCT seal FROM sealed_users") == [(4,)]
         _overview_agrees(store, duck, scope, user_rows=True, context=scope)
+    finally:
+        store.close()
+
+
+def test_seal018_the_users_come_from_a_build_for_large_windows_only(chdb_settings):
+    """The narrowing binds the read to the generation's newest build for a window of ``USER_ROWS_MIN_EVENTS`` or more
+    (below it the grouping of the users costs less), and never where the generation has none."""
+    store, _ = open_event_store(chdb_settings)
+    try:
+        scope = Scope((1,), Window(START, START + timedelta(days=40), "UTC", mode="datetime"), ())
+        built = build_overview_query(scope, CLICKHOUSE)
+        assert built.narrowing is not None
+        seal = (3, 2, START + timedelta(days=30))
+
+        def from_build(events: int, users: int) -> bool:
+            row = {"events": events, "sessions": 0, "merged": 1.0, "seal": seal, "opened": (0, NO_CUTOFF)}
+            made = built.narrowing.then([{**row, "users": users}])  # type: ignore[union-attr]
+            assert "FROM sealed_sessions" in made.sql
+            return "FROM sealed_users WHERE seal" in made.sql
+
+        limit = facts_module.USER_ROWS_MIN_EVENTS
+        assert from_build(limit, 7) and from_build(10 * limit, 7)
+        assert not from_build(limit - 1, 7) and not from_build(limit, 0)
     finally:
         store.close()
