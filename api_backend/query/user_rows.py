@@ -6,8 +6,8 @@ the build's rows with a pair of times inside the window (``A``): a filtered coun
 sessions' users took 1.7 of the overview's 2.2 s at 100M events.
 
 The read counts the users of its other sessions one by one (``X``): those of the edge sessions (over their in-window
-events), of the sessions the seal left open, and of the whole sessions sealed after the build (the store builds again
-before those pass 1% of the generation's rows). ``A`` already counts a user of ``X`` that has a whole session in the
+events), of the sessions the seal left open, and of the whole sessions sealed after the build (a seal builds again
+once those pass 1% of the generation's rows). ``A`` already counts a user of ``X`` that has a whole session in the
 build, so the distinct users are ``A`` plus the users of ``X`` not among those: a lookup of the users of ``X`` by the
 build's key.
 
@@ -18,7 +18,8 @@ its user now. So the users of those rows (``R``, read from the sealed rows as th
 those rows, and its generation's builds with them, and builds again.
 
 A user is a number or another string (``Dialect.user_number``), as the build's key holds it (``USER_FORMS``). Only
-for one site and no filter: a build holds every sealed session.
+for one site and no filter (a build holds every sealed session), and for a window of ``USER_ROWS_MIN_EVENTS`` or
+more (``query/facts.py``): below it grouping the users costs less.
 """
 
 from __future__ import annotations
