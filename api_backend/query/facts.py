@@ -349,7 +349,7 @@ def facts_where_cheaper(
 
 
 def _sealed_read(
-    seal: Sequence[Any] | None, opened: Sequence[Any], window_events: int, users: int | None = None
+    seal: Sequence[Any] | None, opened: Sequence[Any], window_events: int, users: int | None
 ) -> SealedRead | None:
     """What a read of the sealed rows is bound to, from the narrowing's newest seal ``(generation, log_seq, cutoff)``,
     ``(rows, first event)`` of the sessions it left open and the seal of its generation's newest build of users (0

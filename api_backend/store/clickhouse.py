@@ -654,8 +654,8 @@ class ClickHouseEventStore:
             # A read holding a seal from before the last full one may still read the generation before; after
             # a seal more, none does.
             self._drop_generations_before(generation)
-        self._build_users(generation, seal, due=full or reopened)
         written = self._sealed_count(generation) - before
+        self._build_users(generation, seal, due=full or reopened, wrote=written > 0)
         sites = sum(1 for pairs in registry.values() if pairs)
         return {"seal": seal, "generation": generation, "full": full, "sessions": written, "goal_sites": sites}
 
@@ -743,16 +743,19 @@ class ClickHouseEventStore:
                     self.client.command(f"ALTER TABLE {target} DROP PARTITION {int(partition)}")
         self._drop_builds(generation)
 
-    def _build_users(self, generation: int, seal: int, *, due: bool) -> None:
+    def _build_users(self, generation: int, seal: int, *, due: bool, wrote: bool) -> None:
         """Write ``generation``'s users of the rows sealed up to ``seal`` as its build of ``sealed_users``, where
         ``due`` (a full seal, one that dropped reopened rows), where the generation has none, or where the rows
-        sealed since its last build pass ``USERS_BUILD_SHARE`` of its rows. The build is recorded once written
-        whole; reads use the newest recorded one (``query/user_rows.py``)."""
+        sealed since its last build pass ``USERS_BUILD_SHARE`` of its rows (counted only after a seal that ``wrote``
+        rows: one writing none changes nothing). The build is recorded once written whole; reads use the newest
+        recorded one (``query/user_rows.py``)."""
         built, last = self.client.query(
             "SELECT count(), max(seal) FROM sealed_user_builds WHERE generation = {g:UInt32}",
             parameters={"g": generation},
         ).result_rows[0]
         if built and not due:
+            if not wrote:
+                return
             total, since = self.client.query(
                 "SELECT count(), countIf(seal > {s:UInt64}) FROM sealed_sessions WHERE generation = {g:UInt32}",
                 parameters={"g": generation, "s": int(last)},
