@@ -21,6 +21,7 @@ dashboard.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -31,8 +32,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from api_backend.commands import (
     CommandError,
     ProgressBar,
+    bulk_memory_limit,
     command_settings,
     open_event_services,
+    usable_memory,
     without_huge_pages,
 )
 from api_backend.errors import APIError
@@ -228,7 +231,12 @@ def seed_command(args: argparse.Namespace) -> dict[str, Any]:
     from api_backend.seed import write_events
 
     without_huge_pages()
+    limit = bulk_memory_limit(os.environ, usable_memory()) if settings.events_url.startswith("duckdb:") else None
+    if limit:
+        settings = dataclasses.replace(settings, duckdb_memory_limit=limit)
     services = open_event_services(settings)
+    if limit:  # said once the store is open, so that a failure is one line
+        print(f"seeding with a DuckDB memory limit of {limit} (SITELENS_DUCKDB_MEMORY_LIMIT sets it)", file=sys.stderr)
     bar = ProgressBar(args.events)
     try:
         inserted = write_events(

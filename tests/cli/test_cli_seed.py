@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import datetime, timedelta
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from api_backend.commands import bulk_memory_limit, usable_memory
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import EVENT_TYPES
 from tests.cli.test_cli import assert_fails, cli_env, ok_json, run_cli
@@ -152,3 +154,73 @@ def test_cliseed006_seeding_runs_without_transparent_huge_pages(tmp_path: Path) 
     assert seeded == ['{"inserted": 2000}', "0"]
     listed = run("admin", "create-api-key", "--email", "s@example.com", "--name", "k")
     assert listed[-1] == "1"
+
+
+# Runs the command's entry point, recording the memory limit each DuckDB store is opened with, then prints them.
+_SEED_THEN_LIMITS = """
+import sys
+from api_backend.store.duckdb import DuckDBEventStore
+from sitelens.cli import main
+limits = []
+opened = DuckDBEventStore.__init__
+def recording(self, path, **kwargs):
+    limits.append(kwargs.get("memory_limit"))
+    opened(self, path, **kwargs)
+DuckDBEventStore.__init__ = recording
+assert main(sys.argv[1:]) == 0
+print(limits)
+"""
+
+
+def test_cliseed007_seeding_takes_a_share_of_the_machines_memory(tmp_path: Path) -> None:
+    """Without ``SITELENS_DUCKDB_MEMORY_LIMIT`` the seeder's store may use a quarter of the memory the process may
+    use, between 1GB and 4GB, and says so on stderr; the setting, when given, wins."""
+    data_dir = tmp_path / "data"
+    site = make_site(data_dir)
+
+    def run(**env: str) -> tuple[list[str], str]:
+        result = subprocess.run(
+            [sys.executable, "-c", _SEED_THEN_LIMITS, "seed", "--site", str(site["siteId"]), "--events", "2000"],
+            env=cli_env(data_dir, **env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip().splitlines(), result.stderr
+
+    expected = bulk_memory_limit({}, usable_memory())
+    assert expected is not None and 1000 <= int(expected.removesuffix("MB")) <= 4000
+    lines, stderr = run()
+    assert lines == ['{"inserted": 2000}', repr([expected])]
+    assert f"seeding with a DuckDB memory limit of {expected}" in stderr
+    lines, stderr = run(SITELENS_DUCKDB_MEMORY_LIMIT="512MB")
+    assert lines == ['{"inserted": 2000}', repr(["512MB"])]
+    assert "memory limit" not in stderr
+    assert DuckDBEventStore(data_dir / "events.duckdb").count() == 4000
+
+
+@pytest.mark.parametrize(
+    ("env", "memory", "limit"),
+    [
+        ({}, 24 * 2**30, "4000MB"),  # a quarter is 6.4GB: capped
+        ({}, 8 * 1000**3, "2000MB"),
+        ({}, 2 * 1000**3, "1000MB"),  # a quarter is 500MB: the server's 1GB
+        ({}, None, None),  # memory unknown: the setting as it is
+        ({"SITELENS_DUCKDB_MEMORY_LIMIT": "1GB"}, 24 * 2**30, None),  # set: it wins
+    ],
+)
+def test_cliseed008_bulk_memory_limit(env: dict[str, str], memory: int | None, limit: str | None) -> None:
+    assert bulk_memory_limit(env, memory) == limit
+
+
+def test_cliseed009_usable_memory_is_the_lower_of_machine_and_control_group(tmp_path: Path) -> None:
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    missing, unlimited, limited = tmp_path / "none", tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    unlimited.write_text("max\n")
+    limited.write_text(f"{2 * 1000**3}\n")
+    assert usable_memory([missing, unlimited]) == machine
+    assert usable_memory([missing, limited]) == min(machine, 2 * 1000**3)
+    assert bulk_memory_limit({}, usable_memory([limited])) == "1000MB"  # a 2GB container keeps the server's limit
+    assert usable_memory() is not None
