@@ -133,7 +133,8 @@ _CGROUP_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory
 
 def usable_memory(cgroup_limits: Sequence[Path] = _CGROUP_LIMITS) -> int | None:
     """The bytes of memory this process may use: the machine's, or its control group's limit when lower (a
-    container's, from the first of ``cgroup_limits`` that holds a number); ``None`` where neither can be read."""
+    container's: the least number among ``cgroup_limits``, cgroup v2's file and v1's); ``None`` where none can be
+    read."""
     sizes: list[int] = []
     try:
         sizes.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))

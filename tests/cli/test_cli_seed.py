@@ -198,7 +198,11 @@ def test_cliseed007_seeding_takes_a_share_of_the_machines_memory(tmp_path: Path)
     lines, stderr = run(SITELENS_DUCKDB_MEMORY_LIMIT="512MB")
     assert lines == ['{"inserted": 2000}', repr(["512MB"])]
     assert "memory limit" not in stderr
-    assert DuckDBEventStore(data_dir / "events.duckdb").count() == 4000
+    store = DuckDBEventStore(data_dir / "events.duckdb")
+    try:
+        assert store.count() == 4000
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize(
