@@ -54,7 +54,8 @@ def _dropdown_picks_or_fails() -> None:
 
     Dash's own looks at the menu once, and when the option is not drawn yet it logs the miss and returns: the test then
     waits for a change nobody asked for and fails far from the cause. Here a menu that did not open is opened again,
-    the option is looked for in the dropdown's own menu (not the first one drawn), and a failure names what it showed.
+    the option is looked for in the dropdown's own menu (never another one left open), and a failure names what it
+    showed.
     """
     from dash.testing.browser import Browser
     from selenium.common.exceptions import StaleElementReferenceException
@@ -70,11 +71,11 @@ def _dropdown_picks_or_fails() -> None:
         seen: list[str] = []  # the options the menu last showed, for the failure's message
 
         def menus():
-            # The menu is drawn apart from its dropdown (a popover); the dropdown names it in aria-controls.
+            # The menu is drawn apart from its dropdown (a popover); the dropdown's button names it in aria-controls
+            # while it is open, and only then. Another dropdown's open menu is never taken for this one's: a click
+            # that landed on a neighbour while the page moved opened that one instead, and this one is opened again.
             owned = self._get_element(elem_or_selector).get_attribute("aria-controls")
-            if owned:
-                return self.driver.find_elements(By.ID, owned)
-            return self.driver.find_elements(By.CSS_SELECTOR, ".dash-dropdown-options")
+            return self.driver.find_elements(By.ID, owned) if owned else []
 
         def option():
             try:

@@ -446,6 +446,7 @@ def test_dash_phones003_on_a_phone_the_menu_picks_a_site_and_the_folded_controls
     # the value is typed: in full test runs the Add click that followed changed nothing.
     settled(dash_duo)
     click(dash_duo, "#frame-controls-toggle")
+    wait_until(lambda: dash_duo.find_element("#frame-controls-toggle").get_attribute("aria-expanded") == "true", 5)
     dash_duo.select_dcc_dropdown("#frame-filter-parameter", value="Channel")
     settled(dash_duo)
     wait_until(lambda: "Channel" in dash_duo.find_element("#frame-filter-parameter").text, 5, "Channel not picked")
