@@ -17,10 +17,10 @@ semantics both engines must share, and how each gets there:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Literal
 
 from api_backend.query.sql import Params, Query
 
@@ -54,6 +54,12 @@ _CLICKHOUSE_BUCKETS = {
 
 # The cutoff of a seal that holds no sessions: every session counts as open (``store/clickhouse.py``, ``Seal``).
 NO_CUTOFF = datetime(1970, 1, 1)
+
+FunnelForm = Literal["joins", "levels"]
+# ClickHouse's funnel levels (``ClickHouseDialect.step_level``): 2^52 microseconds (142 years) added to every time
+# keeps those from 1900 on positive, and a window of 2^62 is wider than any two of them.
+_LEVEL_TIME_OFFSET = 2**52
+_LEVEL_WINDOW = 2**62
 
 
 @dataclass(frozen=True)
@@ -120,10 +126,11 @@ class Dialect:
     # ``store/sessions.py``), from which the time series buckets a session crossing a bucket boundary without reading
     # its events (``query/overview.py``).
     quarter_hours: bool = True
-    # Whether a funnel groups its matching rows once, into per-session lists of each step's times, rather than
-    # joining each step's rows to the sessions of the step before (``query/funnels.py``). Not on DuckDB: at 100M
-    # events 2.5 -> 3.5 s (10M: 187 -> 219 ms).
-    funnel_lists: bool = False
+    # How a funnel finds each session's steps (``query/funnels.py``): "joins" joins each step's rows to the sessions
+    # of the step before; "levels" groups the matching rows once, with an aggregate of the engine that follows the
+    # steps in order (``step_level``). DuckDB has no such aggregate, and grouping them once into per-session lists of
+    # each step's times took it from 2.5 to 3.5 s at 100M events (10M: 187 -> 219 ms).
+    funnel_form: FunnelForm = "joins"
     # Whether a read keeps a CTE of millions of rows it reads more than once (``MATERIALIZED``) rather than reading
     # the table again at each reference, and then finds a page's rows by their sessions' ids alone. Not on DuckDB,
     # which reads a page's candidates again by their ends alone (``facts.newest_ends``) instead of keeping 6.4M
@@ -328,15 +335,15 @@ class Dialect:
         particular order (empty when there are none)."""
         return f"coalesce(list(DISTINCT {expr}) FILTER (WHERE {where}), CAST([] AS VARCHAR[]))"
 
-    def list_of(self, expr: str, where: str) -> str:
-        """Aggregate: the values of ``expr`` over the rows where ``where`` holds, as a list (NULL or empty without
-        such rows)."""
-        return f"list({expr}) FILTER (WHERE {where})"
+    def step_rows(self, conditions: Sequence[str]) -> str:
+        """The numbers (from 0) of the ``conditions`` a row meets, as rows: a row meeting two of them comes twice
+        (the "levels" funnel form, ``step_level``)."""
+        raise NotImplementedError(f"{self.name} has no funnel levels")
 
-    def list_min(self, array: str, element: str, condition: str) -> str:
-        """The least element of the list ``array`` for which ``condition`` (naming it ``element``) holds; NULL when
-        none does (or ``array`` is NULL)."""
-        return f"list_min(list_filter({array}, lambda {element}: {condition}))"
+    def step_level(self, timestamp: str, step: str, steps: int) -> str:
+        """Aggregate: how many of the steps ``0 .. steps - 1`` a group's rows go through in order, each one at a row
+        of that ``step`` strictly later than the one before (the time ``timestamp``); 0 without a row of step 0."""
+        raise NotImplementedError(f"{self.name} has no funnel levels")
 
     def list_has(self, array: str, value: str) -> str:
         """True when the list ``array`` holds ``value``."""
@@ -405,9 +412,10 @@ class ClickHouseDialect(Dialect):
     split_users: bool = True
     row_ids: bool = False
     quarter_hours: bool = False
-    # Its joins grouped each step's rows again: on merged chdb copies of the bench files 606 -> 220 ms at 10M events,
-    # 6.3 -> 2.3 s at 100M.
-    funnel_lists: bool = True
+    # Its joins grouped each step's rows again: one grouping into per-session lists of each step's times took the
+    # funnel from 606 to 220 ms at 10M events on merged chdb copies of the bench files, 6.3 -> 2.3 s at 100M. Levels
+    # keep no lists: the statement 2,610 -> 2,505 ms at 100M, 269 -> 243 ms at 10M (``bench/analysis.md``).
+    funnel_form: FunnelForm = "levels"
     keeps_large_ctes: bool = True
     # Its tables keep no chains: kept in the sealed rows they made a full seal 2.5 times as long, and the reads
     # paid only where they kept their looked-up users once, which chdb failed in some shapes (``bench/analysis.md``).
@@ -547,13 +555,22 @@ class ClickHouseDialect(Dialect):
     def distinct_strings(self, expr: str, where: str) -> str:
         return f"groupUniqArrayIf(toString({expr}), {where})"
 
-    def list_of(self, expr: str, where: str) -> str:
-        return f"groupArrayIf({expr}, {where})"
+    def step_rows(self, conditions: Sequence[str]) -> str:
+        numbers = ", ".join(str(i) for i in range(len(conditions)))
+        met = ", ".join(f"toBool({c})" for c in conditions)
+        return f"arrayJoin(arrayFilter((step, met) -> met, [{numbers}], [{met}]))"
 
-    def list_min(self, array: str, element: str, condition: str) -> str:
-        # ``arrayMin`` of an empty array is the type's default, not NULL.
-        test = f"{element} -> {condition}"
-        return f"if(arrayExists({test}, {array}), arrayMin(arrayFilter({test}, {array})), NULL)"
+    def step_level(self, timestamp: str, step: str, steps: int) -> str:
+        # ``windowFunnel`` in ``strict_increase`` mode takes a row of step k after a row of step k - 1 at a smaller
+        # time, and every row of step 0 starts the chain again. On plain times two cases go wrong: a step-0 row at
+        # the time of a step-1 row, looked at first, hides the earlier step-0 row the step-1 row follows; and a row
+        # meeting steps 0 and 1 (the same page twice) starts the chain again before it counts as step 1 after an
+        # earlier visit. So a row comes once per step it meets (``step_rows``), at a time made unique per step: its
+        # microseconds times ``steps`` plus ``steps - 1 - step``. At one instant the higher steps sort first, so a
+        # row counts as step k before a row of that instant moves step k - 1, and never after one of that instant.
+        key = f"toUInt64(({self.epoch_us(timestamp)} + {_LEVEL_TIME_OFFSET}) * {steps} + ({steps - 1} - {step}))"
+        flags = ", ".join(f"{step} = {i}" for i in range(steps))
+        return f"windowFunnel({_LEVEL_WINDOW}, 'strict_increase')({key}, {flags})"
 
     def list_has(self, array: str, value: str) -> str:
         return f"has({array}, {value})"

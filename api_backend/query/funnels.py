@@ -6,10 +6,10 @@ k+1 its earliest matching event strictly later than step k's. Step conditions ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from api_backend.query.dialect import Dialect
+from api_backend.query.dialect import Dialect, FunnelForm
 from api_backend.query.facts import qualifying_from_table
 from api_backend.query.goals import goal_condition
 from api_backend.query.scope import Scope, scope_ctes
@@ -36,17 +36,17 @@ def step_goal(step: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 def build_funnel_query(scope: Scope, steps: Sequence[Mapping[str, Any]], d: Dialect) -> Query:
     """One row: ``s1 .. sN`` = sessions that reached each step.
 
-    The rows matching a step carry a number for their session (``Dialect.session_number``), not the id: at 100M
-    events they are 11.9M. Where the engine takes lists as cheaply as joins (``Dialect.funnel_lists``), one grouping
-    of them gives each session's steps (``_reached_by_lists``); otherwise each step's rows are joined to the
-    sessions that reached the step before (``_reached_by_joins``).
+    The engine's form (``Dialect.funnel_form``) finds each session's steps among the rows matching one: 11.9M of
+    them at 100M events. They are joined, step by step, to the sessions that reached the step before
+    (``_reached_by_joins``), or grouped once by session with an aggregate following the steps in order
+    (``_reached_by_levels``). Both give the same counts (``tests/store/test_funnel_forms.py``).
     """
     p = Params()
     conditions = []
     for step in steps:
         goal_type, config = step_goal(step)
         conditions.append(goal_condition(goal_type, config, d, p, hostname=step.get("hostname") or None))
-    ctes, counts = (_reached_by_lists if d.funnel_lists else _reached_by_joins)(conditions, d)
+    ctes, counts = _FORMS[d.funnel_form](conditions, d)
     return p.query(f"{scope_ctes(scope, d, p, qualifying=qualifying_from_table)},\n" + ",\n".join(ctes) + f"\n{counts}")
 
 
@@ -70,18 +70,24 @@ def _reached_by_joins(conditions: Sequence[str], d: Dialect) -> tuple[list[str],
     return parts, f"SELECT {counts}"
 
 
-def _reached_by_lists(conditions: Sequence[str], d: Dialect) -> tuple[list[str], str]:
-    """``(CTEs, SELECT of the counts)`` from one grouping of the matching rows: each session's earliest step-1 time
-    and, for every later step, the list of its matching times; step k's time is the least of step k's times after
-    step k-1's, NULL when none is (the session stopped before step k)."""
-    first = conditions[0]
-    lists = "".join(f", {d.list_of('timestamp', c)} AS a{i}" for i, c in enumerate(conditions[1:], 2))
-    reached = (
-        f"SELECT min(timestamp) FILTER (WHERE {first}) AS t1{lists} FROM fe WHERE {' OR '.join(conditions)} "
-        f"GROUP BY {d.session_number('session_id')} HAVING count(*) FILTER (WHERE {first}) > 0"
+def _reached_by_levels(conditions: Sequence[str], d: Dialect) -> tuple[list[str], str]:
+    """``(CTEs, SELECT of the counts)`` from one grouping of the matching rows: each session's level is how many
+    steps it went through in order (``Dialect.step_level``), and a session reached step k when its level is k or
+    more. A row meeting several steps' conditions comes once per step (``Dialect.step_rows``).
+
+    Reaching step k at the earliest matching rows, as the other forms do, and going through steps 1 to k at any
+    rows in strictly increasing time are the same: a session that goes through them at some rows reaches each step
+    no later than at those rows."""
+    matching = (
+        f"SELECT session_id, timestamp, {d.step_rows(conditions)} AS step FROM fe WHERE {' OR '.join(conditions)}"
     )
-    for i in range(2, len(conditions) + 1):
-        step = d.list_min(f"a{i}", "later", f"later > t{i - 1}")
-        reached = f"SELECT *, {step} AS t{i} FROM ({reached}) AS r{i - 1}"
-    counts = ", ".join(f"count(t{i}) AS s{i}" for i in range(1, len(conditions) + 1))
-    return [f"reached AS ({reached})"], f"SELECT {counts} FROM reached"
+    level = d.step_level("timestamp", "step", len(conditions))
+    levels = f"SELECT {level} AS level FROM ({matching}) AS m GROUP BY session_id"
+    counts = ", ".join(f"count(*) FILTER (WHERE level >= {i}) AS s{i}" for i in range(1, len(conditions) + 1))
+    return [f"levels AS ({levels})"], f"SELECT {counts} FROM levels"
+
+
+_FORMS: dict[FunnelForm, Callable[[Sequence[str], Dialect], tuple[list[str], str]]] = {
+    "joins": _reached_by_joins,
+    "levels": _reached_by_levels,
+}

@@ -1,7 +1,7 @@
-"""The funnel's two forms (``query/funnels.py``): each step's rows joined to the sessions of the step before, and one
-grouping into per-session lists of each step's times. On random sessions whose events often share a timestamp (a
-step must come strictly later than the one before), with steps that repeat and overlap, both forms give the counts of
-a greedy walk through each session's events in Python, on DuckDB and on ClickHouse."""
+"""The funnel's forms (``query/funnels.py``): each step's rows joined to the sessions of the step before, and one
+grouping by ClickHouse's aggregate following the steps in order. On random sessions whose events often share a
+timestamp (a step must come strictly later than the one before), with steps that repeat and overlap, each form gives
+the counts of a greedy walk through each session's events in Python, on DuckDB and on ClickHouse."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
 from api_backend.query.funnels import build_funnel_query
 from api_backend.query.scope import Scope
 from api_backend.query.window import Window
+from api_backend.routes.funnels import MAX_STEPS
 from api_backend.settings import load_settings
 from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import rows_to_table
@@ -27,11 +28,12 @@ from tests.support.clickhouse import SECRET, chdb_url, drop_database, fresh_data
 
 START = datetime(2026, 5, 4)
 PAGES = ("/", "/pricing", "/signup", "/blog/a")
-# Every dialect with each form.
+# Every dialect with each form it has (levels need an aggregate only ClickHouse has).
 FORMS = {
-    f"{d.name}-{'lists' if lists else 'joins'}": dataclasses.replace(d, funnel_lists=lists)
+    f"{d.name}-{form}": dataclasses.replace(d, funnel_form=form)
     for d in (DUCKDB, CLICKHOUSE)
-    for lists in (False, True)
+    for form in ("joins", "levels")
+    if form != "levels" or d.name == "clickhouse"
 }
 
 
@@ -106,7 +108,7 @@ def _answer(store: Any, d: Dialect, steps: list[dict[str, str]], window: Window)
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_funnel_forms001_both_forms_on_both_engines_equal_a_greedy_walk(stores, seed):
+def test_funnel_forms001_every_form_on_both_engines_equals_a_greedy_walk(stores, seed):
     rows, by_engine = stores
     rng = random.Random(seed)
     options = [{"type": "page", "value": page} for page in PAGES] + [{"type": "event", "value": "signup"}]
@@ -118,3 +120,14 @@ def test_funnel_forms001_both_forms_on_both_engines_equal_a_greedy_walk(stores, 
     assert want["s1"] > 0
     for form, d in FORMS.items():
         assert _answer(by_engine[d.name], d, steps, window) == want, (form, steps, window)
+
+
+def test_funnel_forms002_the_most_steps_a_funnel_takes_on_every_form(stores):
+    # Twenty steps, two pages in turn: the levels number each row's time by its step among twenty.
+    rows, by_engine = stores
+    steps = [{"type": "page", "value": PAGES[i % 2]} for i in range(MAX_STEPS)]
+    window = Window(START, START + timedelta(days=3), "UTC", mode="datetime")
+    want = _by_hand(rows, steps, window)
+    assert want["s4"] > 0 and want[f"s{MAX_STEPS}"] == 0  # sessions of at most ten events
+    for form, d in FORMS.items():
+        assert _answer(by_engine[d.name], d, steps, window) == want, form
