@@ -6,6 +6,7 @@ the counts of a greedy walk through each session's events in Python, on DuckDB a
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from collections import defaultdict
 from collections.abc import Iterator
@@ -85,9 +86,34 @@ def _by_hand(rows: list[dict[str, Any]], steps: list[dict[str, str]], window: Wi
     return {f"s{k}": n for k, n in enumerate(reached, 1)}
 
 
+def _other_kinds(rng: random.Random, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For a third of the sessions, events of the other kinds a step may name, with properties of each JSON type: in
+    random order from the session's first event on, some at the millisecond of the one before."""
+    first: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        first.setdefault(row["session_id"], row)
+    extra = []
+    for n, row in enumerate(first.values()):
+        if n % 3:
+            continue
+        kinds = [
+            ("custom_event", "signup", {"plan": rng.choice(["pro", "free"])}),
+            ("button_click", "", {"text": "Buy", "seats": 3}),
+            ("outbound", "", {"url": "https://docs.example/a"}),
+            ("form_submit", "", {"formName": "signup-form", "trial": True}),
+            ("copy", "", {"text": "code"}),
+        ]
+        at = row["timestamp"]
+        for kind, name, props in rng.sample(kinds, len(kinds)):
+            at += timedelta(milliseconds=rng.choice([0, 1, 500]))
+            extra.append({**row, "timestamp": at, "type": kind, "event_name": name, "props": json.dumps(props)})
+    return extra
+
+
 @pytest.fixture(scope="module")
 def stores(chdb_client: Any, chdb_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     rows = _events(random.Random(20261128), 600)
+    rows += _other_kinds(random.Random(7), rows)
     name = fresh_database(chdb_client)
     data_dir = tmp_path_factory.mktemp("funnels") / "data"
     settings = load_settings({}, data_dir=str(data_dir), secret_key=SECRET, events_url=chdb_url(chdb_path, name))
@@ -129,5 +155,24 @@ def test_funnel_forms002_the_most_steps_a_funnel_takes_on_every_form(stores):
     window = Window(START, START + timedelta(days=3), "UTC", mode="datetime")
     want = _by_hand(rows, steps, window)
     assert want["s4"] > 0 and want[f"s{MAX_STEPS}"] == 0  # sessions of at most ten events
+    for form, d in FORMS.items():
+        assert _answer(by_engine[d.name], d, steps, window) == want, form
+
+
+def test_funnel_forms003_steps_of_every_kind_count_the_same_in_each_form(stores):
+    # Every step type, with a value pattern and properties of each JSON type: each form takes the steps' conditions as
+    # the joins on DuckDB do.
+    _, by_engine = stores
+    steps = [
+        {"type": "page", "value": "/**"},
+        {"type": "event", "value": "signup", "eventPropertyKey": "plan", "eventPropertyValue": "pro"},
+        {"type": "button_click", "value": "Bu*", "propertyFilters": [{"key": "seats", "value": 3}]},
+        {"type": "outbound", "value": "https://docs.example/**"},
+        {"type": "form_submit", "value": "signup-form", "propertyFilters": [{"key": "trial", "value": True}]},
+        {"type": "copy", "value": "code"},
+    ]
+    window = Window(START, START + timedelta(days=3), "UTC", mode="datetime")
+    want = _answer(by_engine["duckdb"], DUCKDB, steps, window)
+    assert want["s2"] > want["s4"] > 0, want
     for form, d in FORMS.items():
         assert _answer(by_engine[d.name], d, steps, window) == want, form
