@@ -57,7 +57,7 @@ NO_CUTOFF = datetime(1970, 1, 1)
 
 FunnelForm = Literal["joins", "levels"]
 # ClickHouse's funnel levels (``ClickHouseDialect.step_level``): 2^52 microseconds (142 years) added to every time
-# keeps those from 1900 on positive, and a window of 2^62 is wider than any two of them.
+# keeps those from 1900 on positive, and a window of 2^62 is wider than the span between any two of them.
 _LEVEL_TIME_OFFSET = 2**52
 _LEVEL_WINDOW = 2**62
 

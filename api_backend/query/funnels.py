@@ -75,9 +75,9 @@ def _reached_by_levels(conditions: Sequence[str], d: Dialect) -> tuple[list[str]
     steps it went through in order (``Dialect.step_level``), and a session reached step k when its level is k or
     more. A row meeting several steps' conditions comes once per step (``Dialect.step_rows``).
 
-    Reaching step k at the earliest matching rows, as the other forms do, and going through steps 1 to k at any
-    rows in strictly increasing time are the same: a session that goes through them at some rows reaches each step
-    no later than at those rows."""
+    Reaching step k at the earliest matching rows, as the joins do, and going through steps 1 to k at any rows in
+    strictly increasing time are the same: a session that goes through them at some rows reaches each step no later
+    than at those rows."""
     matching = (
         f"SELECT session_id, timestamp, {d.step_rows(conditions)} AS step FROM fe WHERE {' OR '.join(conditions)}"
     )
