@@ -41,6 +41,7 @@ from api_backend.commands import (
 from api_backend.errors import APIError
 from api_backend.settings import Settings, SettingsError
 from api_backend.store.errors import RecordError
+from api_backend.store.urls import parse_events_url
 
 if TYPE_CHECKING:
     pass
@@ -231,7 +232,8 @@ def seed_command(args: argparse.Namespace) -> dict[str, Any]:
     from api_backend.seed import write_events
 
     without_huge_pages()
-    limit = bulk_memory_limit(os.environ, usable_memory()) if settings.events_url.startswith("duckdb:") else None
+    duckdb_store = parse_events_url(settings.events_url).scheme == "duckdb"
+    limit = bulk_memory_limit(os.environ, usable_memory()) if duckdb_store else None
     if limit:
         settings = dataclasses.replace(settings, duckdb_memory_limit=limit)
     services = open_event_services(settings)
