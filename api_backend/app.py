@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,7 +25,7 @@ from api_backend.errors import (
     error_body,
     for_record_error,
 )
-from api_backend.guards import FaultGuard, SecurityHeaders, fault_response, log_fault
+from api_backend.guards import FaultGuard, SecurityHeaders, fault_response, log_fault, secured
 from api_backend.openapi import install_openapi
 from api_backend.routes import ROUTERS
 from api_backend.routes.track import track, track_batch
@@ -55,6 +55,74 @@ def _json_error(exc: APIError, request_id: str | None = None) -> JSONResponse:
     return JSONResponse(body, status_code=exc.status, headers=exc.headers())
 
 
+def _too_large(limit: int) -> PayloadTooLargeError:
+    return PayloadTooLargeError(f"The request body is larger than {limit // KIB} KiB.")
+
+
+def _media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _is_json(media_type: str) -> bool:
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+def _media_refused(path: str, media_type: str, body: bytes) -> bool:
+    """Whether a body must be refused (415): not JSON, unless text/plain or untyped on a tracker route (sendBeacon)."""
+    return (
+        bool(body.strip())
+        and not _is_json(media_type)
+        and not (_is_tracker_route(path) and media_type in {"text/plain", ""})
+    )
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or ``None`` when the client went away; ``PayloadTooLargeError`` over ``limit``."""
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the app ``body`` (already read) first, then whatever the client sends next."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _cors_headers(origin: bytes) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"access-control-allow-origin", origin),
+        (b"access-control-allow-credentials", b"true"),
+        (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
+        (b"access-control-allow-headers", b"Content-Type, Authorization, X-Requested-With"),
+        (b"access-control-max-age", b"86400"),
+        (b"vary", b"Origin"),
+    ]
+
+
+def _origin(scope: Scope) -> bytes:
+    return next((v for k, v in scope["headers"] if k == b"origin"), b"*")
+
+
 class BodyGuard:
     """Refuses non-JSON bodies (415) and bodies over the route's limit (413) before any handler runs."""
 
@@ -72,49 +140,26 @@ class BodyGuard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         limit = BODY_LIMITS.get(path, DEFAULT_BODY_LIMIT)
         length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            await _json_error(PayloadTooLargeError(f"The request body is larger than {limit // KIB} KiB."))(
-                scope, receive, send
-            )
+        try:
+            if length is not None and length.isdigit() and int(length) > limit:
+                raise _too_large(limit)
+            body = await _read_body(receive, limit)
+        except PayloadTooLargeError as exc:
+            await _json_error(exc)(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await _json_error(PayloadTooLargeError(f"The request body is larger than {limit // KIB} KiB."))(
-                    scope, receive, send
-                )
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
-        media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        is_json = media_type == "application/json" or media_type.endswith("+json")
-        if body.strip() and not is_json and not (_is_tracker_route(path) and media_type in {"text/plain", ""}):
+        if body is None:
+            return
+        media_type = _media_type(headers.get("content-type", ""))
+        if _media_refused(path, media_type, body):
             await _json_error(UnsupportedMediaTypeError())(scope, receive, send)
             return
-        if not is_json and body.strip():
+        if not _is_json(media_type) and body.strip():
             # sendBeacon posts JSON as text/plain: let the route parse it as JSON.
             scope = dict(scope)
             scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-type"] + [
                 (b"content-type", b"application/json")
             ]
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, _replay(body, receive), send)
 
 
 class TrackerCORS:
@@ -127,15 +172,7 @@ class TrackerCORS:
         if scope["type"] != "http" or not _is_tracker_route(scope["path"]):
             await self.app(scope, receive, send)
             return
-        origin = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"), "*")
-        cors = [
-            (b"access-control-allow-origin", origin.encode("latin-1")),
-            (b"access-control-allow-credentials", b"true"),
-            (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
-            (b"access-control-allow-headers", b"Content-Type, Authorization, X-Requested-With"),
-            (b"access-control-max-age", b"86400"),
-            (b"vary", b"Origin"),
-        ]
+        cors = _cors_headers(_origin(scope))
         if scope["method"] == "OPTIONS":
             await send({"type": "http.response.start", "status": 204, "headers": cors})
             await send({"type": "http.response.body", "body": b""})
@@ -150,32 +187,59 @@ class TrackerCORS:
         await self.app(scope, receive, send_with_cors)
 
 
-class TrackFastPath:
-    """Serves ``POST /api/track`` and ``POST /api/track/batch`` ahead of the router with the routes' own handlers.
+TRACK_HANDLERS: dict[str, Callable[[Request], Awaitable[Response]]] = {
+    "/api/track": track,
+    "/api/track/batch": track_batch,
+}
 
-    The tracking routes are the busiest by far; skipping route matching and dispatch leaves the request to
-    the body and CORS guards, the handler and the event log. Errors get the same bodies as elsewhere.
+
+async def serve_tracking(scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer ``POST /api/track`` or ``POST /api/track/batch`` in one step, as the guarded stack would.
+
+    These are the busiest routes by far. Through the app's stack each of their requests passes a dozen ASGI
+    layers, each a coroutine and most wrapping ``send`` once more. Here the request gets, in one place, what
+    those layers give it: the body limit (413) and media type rules (415) of ``BodyGuard``, the open CORS of
+    ``TrackerCORS``, the security headers of ``SecurityHeaders``, the contract's error bodies and the 500 of
+    ``FaultGuard`` (with its request id). FastAPI's own telemetry middleware does not see these requests.
     """
+    path: str = scope["path"]
+    length = content_type = b""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            length = value
+        elif name == b"content-type":
+            content_type = value
+    limit = BODY_LIMITS[path]
+    response: Response
+    try:
+        if length.isdigit() and int(length) > limit:
+            raise _too_large(limit)
+        body = await _read_body(receive, limit)
+        if body is None:
+            return
+        if _media_refused(path, _media_type(content_type.decode("latin-1")), body):
+            raise UnsupportedMediaTypeError()
+        response = await TRACK_HANDLERS[path](Request(scope, _replay(body, receive)))
+    except APIError as exc:
+        response = _json_error(exc)
+    except RecordError as exc:
+        response = _json_error(for_record_error(exc))
+    except Exception as exc:
+        response = fault_response(log_fault(exc, "POST", path))
+    headers = secured(response.raw_headers + _cors_headers(_origin(scope)))
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body})
 
-    HANDLERS = {"/api/track": track, "/api/track/batch": track_batch}
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+class SitelensAPI(FastAPI):
+    """The API's app: the tracking routes are answered by ``serve_tracking`` ahead of the middleware stack."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        handler = self.HANDLERS.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
-        if handler is None:
-            await self.app(scope, receive, send)
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in TRACK_HANDLERS:
+            scope["app"] = self  # the handlers find the services on ``request.app``
+            await serve_tracking(scope, receive, send)
             return
-        try:
-            response = await handler(Request(scope, receive))
-        except APIError as exc:
-            response = _json_error(exc)
-        except RecordError as exc:
-            response = _json_error(for_record_error(exc))
-        except Exception as exc:
-            response = fault_response(log_fault(exc, "POST", scope["path"]))
-        await response(scope, receive, send)
+        await super().__call__(scope, receive, send)
 
 
 def _validation_details(exc: RequestValidationError) -> list[FieldError]:
@@ -256,7 +320,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         if owns_services:
             services.close()
 
-    app = FastAPI(
+    app = SitelensAPI(
         title="sitelens API",
         version="0.1.0",
         summary="Web analytics: ingestion, goals, sessions, errors, usage, channels, sites and sharing.",
@@ -278,8 +342,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         include_in_schema=False,
     )
     install_openapi(app)
-    # Added first = innermost: the fast path runs inside the body and CORS guards.
-    app.add_middleware(TrackFastPath)
+    # Added first = innermost. The tracking routes' POSTs never reach these (``SitelensAPI``, ``serve_tracking``).
     app.add_middleware(BodyGuard)
     app.add_middleware(TrackerCORS)
     # Outermost of ours: an unexpected fault anywhere inside gets the contract's 500 on a usable connection.

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable
 
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api_backend.errors import APIError
 
-__all__ = ["API_CSP", "FaultGuard", "SecurityHeaders", "fault_response", "log_fault"]
+__all__ = ["API_CSP", "FaultGuard", "SecurityHeaders", "fault_response", "log_fault", "secured"]
 
 log = logging.getLogger("sitelens")
 
@@ -73,6 +74,17 @@ _COMMON_HEADERS = (
     # Share links carry a private key in their query: never send the URL to another origin.
     (b"referrer-policy", b"same-origin"),
 )
+_API_CSP_BYTES = API_CSP.encode()
+
+
+def secured(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` (raw ASGI pairs) with the security headers they lack added, ``API_CSP`` as the default CSP."""
+    out = list(headers)
+    present = {name.lower() for name, _ in out}
+    out += [(name, value) for name, value in _COMMON_HEADERS if name not in present]
+    if b"content-security-policy" not in present:
+        out.append((b"content-security-policy", _API_CSP_BYTES))
+    return out
 
 
 class SecurityHeaders:
@@ -91,12 +103,7 @@ class SecurityHeaders:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                present = {name.lower() for name, _ in headers}
-                headers += [(name, value) for name, value in _COMMON_HEADERS if name not in present]
-                if b"content-security-policy" not in present:
-                    headers.append((b"content-security-policy", API_CSP.encode()))
-                message = {**message, "headers": headers}
+                message = {**message, "headers": secured(message.get("headers", []))}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
