@@ -108,6 +108,9 @@ def server_config(app: Any, settings: Settings, host: str, port: int, **extra: A
         http=deadline_protocol(settings.request_timeout),
         timeout_keep_alive=settings.keep_alive_timeout,
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        # uvicorn would otherwise take the client's address from X-Forwarded-For on every connection from
+        # 127.0.0.1, whatever SITELENS_TRUST_PROXY says; the routes read that header themselves when it says so.
+        proxy_headers=False,
         **extra,
     )
 
