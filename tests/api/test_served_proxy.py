@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -12,13 +10,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from api_backend.app import create_app
 from api_backend.services import open_services
-from api_backend.serving import server_config
 from api_backend.settings import load_settings
-from tests.support import free_port, make_account, make_site, patient
+from tests.support import make_account, make_site, served_as_in_production
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
 # A British address (in the bundled geography), as a proxy would forward it.
@@ -46,23 +42,9 @@ def _served(tmp_path: Path, trust_proxy: bool) -> Iterator[Served]:
     try:
         owner = make_account(services, "proxy@example.com")
         site = make_site(services, owner)
-        port = free_port()
-        config = server_config(
-            create_app(settings, services), settings, "127.0.0.1", port, log_level="warning", lifespan="off"
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + patient(20)
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert server.started
-        served = Served(f"http://127.0.0.1:{port}/api", site.site_id, owner.headers)
-        try:
+        with served_as_in_production(create_app(settings, services), settings) as (host, port):
+            served = Served(f"http://{host}:{port}/api", site.site_id, owner.headers)
             yield served
-        finally:
-            server.should_exit = True
-            thread.join(timeout=10)
         served.countries.extend(r["country"] for r in services.events.query_dicts("SELECT country FROM events"))
     finally:
         services.close()

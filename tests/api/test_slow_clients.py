@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 
 import httpx
 import pytest
-import uvicorn
 
 from api_backend.app import create_app
 from api_backend.services import Services
-from api_backend.serving import server_config
 from api_backend.settings import Settings
-from tests.support import free_port, patient
+from tests.support import served_as_in_production
 
 # The trickler sends one byte per step; the server must cut it off long before it runs out of bytes.
 MAX_BYTES = 400
@@ -26,21 +22,9 @@ STEP_SECONDS = 0.05
 @pytest.fixture
 def served(settings: Settings, services: Services) -> Iterator[tuple[str, int]]:
     """The app served the way ``sitelens serve`` serves it, with a one-second request deadline."""
-    port = free_port()
     fast = replace(settings, request_timeout=1, keep_alive_timeout=1)
-    config = server_config(create_app(fast, services), fast, "127.0.0.1", port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + patient(20)
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    try:
-        yield "127.0.0.1", port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with served_as_in_production(create_app(fast, services), fast) as address:
+        yield address
 
 
 def _trickle(address: tuple[str, int], head: bytes) -> int:

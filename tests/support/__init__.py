@@ -22,7 +22,16 @@ from api_backend.services import Services, open_services
 from api_backend.settings import load_settings
 from api_backend.store.models import Site, User
 
-__all__ = ["Account", "app_on", "free_port", "live_server", "make_account", "make_site", "store_options"]
+__all__ = [
+    "Account",
+    "app_on",
+    "free_port",
+    "live_server",
+    "make_account",
+    "make_site",
+    "served_as_in_production",
+    "store_options",
+]
 
 PASSWORD = "correct horse battery"
 SECRET_KEY = "test-secret-key-0123456789"
@@ -74,6 +83,28 @@ def live_server(app: Any) -> Iterator[str]:
         raise RuntimeError("test server did not start")
     try:
         yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def served_as_in_production(app: Any, settings: Any, **extra: Any) -> Iterator[tuple[str, int]]:
+    """Serve ``app`` in a thread with the uvicorn configuration of ``sitelens serve`` (``server_config``) on a free
+    loopback port; yield its address."""
+    from api_backend.serving import server_config
+
+    port = free_port()
+    config = server_config(app, settings, "127.0.0.1", port, log_level="warning", lifespan="off", **extra)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + patient(20)
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started, "the server did not start"
+    try:
+        yield "127.0.0.1", port
     finally:
         server.should_exit = True
         thread.join(timeout=10)
