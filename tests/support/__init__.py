@@ -19,7 +19,8 @@ from fastapi.testclient import TestClient
 
 from api_backend.app import create_app
 from api_backend.services import Services, open_services
-from api_backend.settings import load_settings
+from api_backend.serving import server_config
+from api_backend.settings import Settings, load_settings
 from api_backend.store.models import Site, User
 
 __all__ = [
@@ -65,49 +66,48 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_server(app: Any) -> Iterator[str]:
-    """Serve ``app`` with uvicorn in a thread on a free loopback port; yield its base URL."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+def _in_a_thread(server: uvicorn.Server) -> Iterator[None]:
+    """Run ``server`` in a daemon thread for the block; stop it after."""
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + patient(20)
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/api/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    else:
-        raise RuntimeError("test server did not start")
     try:
-        yield base
+        yield
     finally:
         server.should_exit = True
         thread.join(timeout=10)
 
 
 @contextmanager
-def served_as_in_production(app: Any, settings: Any, **extra: Any) -> Iterator[tuple[str, int]]:
+def live_server(app: Any, port: int | None = None) -> Iterator[str]:
+    """Serve ``app`` with uvicorn in a thread on loopback, on ``port`` or a free one; yield its base URL."""
+    port = port or free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    base = f"http://127.0.0.1:{port}"
+    with _in_a_thread(server):
+        deadline = time.monotonic() + patient(20)
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(base + "/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        else:
+            raise RuntimeError("test server did not start")
+        yield base
+
+
+@contextmanager
+def served_as_in_production(app: Any, settings: Settings) -> Iterator[tuple[str, int]]:
     """Serve ``app`` in a thread with the uvicorn configuration of ``sitelens serve`` (``server_config``) on a free
     loopback port; yield its address."""
-    from api_backend.serving import server_config
-
     port = free_port()
-    config = server_config(app, settings, "127.0.0.1", port, log_level="warning", lifespan="off", **extra)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + patient(20)
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started, "the server did not start"
-    try:
+    server = uvicorn.Server(server_config(app, settings, "127.0.0.1", port, log_level="warning", lifespan="off"))
+    with _in_a_thread(server):
+        deadline = time.monotonic() + patient(20)
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.started, "the server did not start"
         yield "127.0.0.1", port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @dataclass
