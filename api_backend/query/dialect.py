@@ -306,11 +306,6 @@ class Dialect:
         hint = "" if materialized is None else ("MATERIALIZED " if materialized else "NOT MATERIALIZED ")
         return f"{name} AS {hint}({body})"
 
-    def reused_cte(self, name: str, body: str) -> str:
-        """A CTE read more than once, small enough to keep: computed once where the engine would run it again at each
-        reference (ClickHouse); elsewhere the engine decides."""
-        return self.cte(name, body)
-
     def few_rows(self, column: str, relation: str) -> str:
         """``SELECT`` of ``column`` of the small ``relation`` (a CTE), for a lookup of its values in a large one
         (``x IN (...)``). DuckDB reads a list of them: of a CTE's rows it knows no count, and took a filtered one
@@ -535,9 +530,6 @@ class ClickHouseDialect(Dialect):
         # ClickHouse inlines a CTE at every reference, running it again each time, unless it is MATERIALIZED (with
         # ``enable_materialized_cte``, which the store sets where the server has it; see ``store/clickhouse.py``).
         return f"{name} AS {'MATERIALIZED ' if materialized else ''}({body})"
-
-    def reused_cte(self, name: str, body: str) -> str:
-        return self.cte(name, body, materialized=True)
 
     def few_rows(self, column: str, relation: str) -> str:
         return f"SELECT {column} FROM {relation}"  # the right side of ``IN`` is the set it builds

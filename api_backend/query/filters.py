@@ -51,6 +51,7 @@ __all__ = [
     "row_expression",
     "session_channel",
     "session_condition",
+    "session_description",
     "session_user",
     "session_value",
     "validate_regex",
@@ -156,6 +157,43 @@ def session_channel(d: Dialect) -> str:
 def session_user(d: Dialect) -> str:
     """The session's user: its last identified id if it has one, else its last visitor id, in one aggregate."""
     return d.arg_max(EFFECTIVE_USER, user_key(d))
+
+
+# A session is described by the value of its last event where a visit does not change it, and by the first non-empty
+# value for how it arrived.
+_DESCRIBED_BY_LAST = (
+    "country",
+    "region",
+    "city",
+    "language",
+    "device_type",
+    "browser",
+    "browser_version",
+    "operating_system",
+    "operating_system_version",
+    "screen_width",
+    "screen_height",
+)
+_DESCRIBED_BY_FIRST = ("referrer", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
+
+
+def session_description(d: Dialect, p: Params) -> list[str]:
+    """The aggregate columns (``... AS name``) describing a session from its rows, as a page of sessions and a page of
+    a goal's sessions list it: its user, its visitor's values, how it arrived, its entry and exit pages."""
+
+    def first_set(column: str) -> str:
+        not_empty = f"{column} <> ''"
+        return f"coalesce({d.arg_min(column, 'timestamp', not_empty)}, '') AS {column}"
+
+    return [
+        f"{session_user(d)} AS user_id",
+        *(f"{d.arg_max(c, 'timestamp')} AS {c}" for c in _DESCRIBED_BY_LAST),
+        *(first_set(c) for c in _DESCRIBED_BY_FIRST),
+        f"{d.arg_min('hostname', 'timestamp')} AS hostname",
+        f"{session_channel(d)} AS channel",
+        f"{session_value('entry_page', d, p)} AS entry_page",
+        f"{session_value('exit_page', d, p)} AS exit_page",
+    ]
 
 
 # Row-level expression of each parameter (over one event); entry/exit pages exist only per session.

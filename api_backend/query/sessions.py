@@ -24,7 +24,7 @@ from api_backend.query.facts import (
     stored_span,
     whole_sessions,
 )
-from api_backend.query.filters import IDENTIFIED, session_channel, session_user, session_value
+from api_backend.query.filters import IDENTIFIED, session_description
 from api_backend.query.goals import GoalSpec, goal_condition
 from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
 from api_backend.query.sql import Params, Query
@@ -40,23 +40,6 @@ __all__ = [
     "session_columns",
 ]
 
-# Described per session by the value of its last event (they do not change within a visit).
-_LAST = (
-    "country",
-    "region",
-    "city",
-    "language",
-    "device_type",
-    "browser",
-    "browser_version",
-    "operating_system",
-    "operating_system_version",
-    "screen_width",
-    "screen_height",
-)
-# Described by the first non-empty value: how the visit arrived.
-_FIRST_SET = ("referrer", "utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
-_NOT_EMPTY = " <> ''"
 _TYPE_COUNTS = (("custom_event", "custom_events"), ("error", "errors"), ("outbound", "outbound"))
 TIMELINE_COLUMNS = ("timestamp", "type", "hostname", "pathname", "querystring", "page_title", "event_name", "props")
 
@@ -76,18 +59,8 @@ def _converted(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
 def session_columns(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
     """The aggregate columns describing one session from its rows (after ``SELECT session_id, ``)."""
     pageview = "type = 'pageview'"
-
-    def first_set(column: str, where: str) -> str:
-        return f"coalesce({d.arg_min(column, 'timestamp', where)}, '') AS {column}"
-
     columns = [
-        f"{session_user(d)} AS user_id",
-        *(f"{d.arg_max(c, 'timestamp')} AS {c}" for c in _LAST),
-        *(first_set(c, c + _NOT_EMPTY) for c in _FIRST_SET),
-        f"{d.arg_min('hostname', 'timestamp')} AS hostname",
-        f"{session_channel(d)} AS channel",
-        f"{session_value('entry_page', d, p)} AS entry_page",
-        f"{session_value('exit_page', d, p)} AS exit_page",
+        *session_description(d, p),
         f"{_count_where(pageview)} AS pageviews",
         *(f"{_count_where(f'type = {t!r}')} AS {name}" for t, name in _TYPE_COUNTS),
         "count(*) AS events",

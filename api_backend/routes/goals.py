@@ -19,6 +19,7 @@ from api_backend.query.goals import (
     GoalSpec,
     build_goal_breakdown_query,
     build_goal_breakdown_stored_query,
+    build_goal_session_rows_query,
     build_goal_sessions_query,
     build_goal_sessions_stored_query,
 )
@@ -162,8 +163,10 @@ def goal_sessions(
     goal = _site_goal(services, access.site.site_id, goal_id)
     paging = parse_page(page, limit, 25, 100)
     scope = params.scope(access.site.site_id)
-    spec, d = _spec(goal), services.reader.dialect
-    rows = services.reader.goal_rows(
+    spec, reader = _spec(goal), services.reader
+    d = reader.dialect
+    # The page, then its sessions described from their events alone.
+    rows = reader.goal_rows(
         scope,
         [spec],
         lambda bits: build_goal_sessions_stored_query(scope, spec, bits[0], paging.limit, paging.offset, d),
@@ -171,7 +174,16 @@ def goal_sessions(
         _site_specs(services, access.site.site_id),
     )
     total = int(rows[0]["total_count"]) if rows else 0
-    return {"data": [_session_json(r) for r in rows if r["rn"] is not None], "totalCount": total}
+    listed = [r for r in rows if r["rn"] is not None]
+    if not listed:
+        return {"data": [], "totalCount": total}
+    span = (min(r["session_start"] for r in listed), max(r["session_end"] for r in listed))
+    query = build_goal_session_rows_query(scope, [r["session_id"] for r in listed], span, d)
+    described = reader.rows(query, scope)
+    by_id = {r["session_id"]: r for r in described}
+    # In the page's order; a session whose events left meanwhile (its site deleted) is left out.
+    data = [_session_json(by_id[r["session_id"]]) for r in listed if r["session_id"] in by_id]
+    return {"data": data, "totalCount": total}
 
 
 @router.get("/sites/{site_id}/goals/{goal_id}/breakdown")
