@@ -51,15 +51,20 @@ class EventReader:
         self._failed_at: dict[int, float] = {}  # when storing a site's goal bits last failed (monotonic seconds)
         self._registering_lock = threading.Lock()
 
-    def rows(self, query: Query, scope: Scope | None = None) -> Rows:
+    def rows(self, query: Query, scope: Scope | None = None, *, version: int | None = None) -> Rows:
         """Every row of ``query`` as a dict; with ``scope`` (the sites and window it reads) through the result cache.
 
         The cache answers only while no event entered that window since the result was computed
-        (``read/results.py``), so a read always includes every event acknowledged before it.
+        (``read/results.py``), so a read always includes every event acknowledged before it. ``version``, from
+        ``window_version(scope)`` before the first of several queries of one answer, spares each a count.
         """
         if scope is None:
             return self._run(query)
-        return self.results.run(query, scope.site_ids, scope.window, self._run)
+        return self.results.run(query, scope.site_ids, scope.window, self._run, version=version)
+
+    def window_version(self, scope: Scope) -> int:
+        """The result cache's key for ``scope`` now (its events counted), for ``rows(..., version=...)``."""
+        return self.results.version(scope.site_ids, scope.window, self._run)
 
     def goals_counts(
         self, scope: Scope, goals: Sequence[GoalSpec], site_goals: Callable[[], Sequence[GoalSpec]] | None = None
@@ -72,7 +77,7 @@ class EventReader:
         every event.
         """
         rows = self._stored_goal_rows(
-            scope, goals, lambda bits: build_goals_stored_query(scope, goals, bits, self.dialect), site_goals
+            scope, goals, lambda bits: build_goals_stored_query(scope, goals, bits, self.dialect), site_goals, None
         )
         if rows is not None:
             return rows[0]
@@ -88,16 +93,18 @@ class EventReader:
         stored: Callable[[Sequence[int]], Query] | None,
         grouped: Query,
         site_goals: Callable[[], Sequence[GoalSpec]] | None = None,
+        *,
+        version: int | None = None,
     ) -> Rows:
         """The rows of a goal query: ``stored(bits)`` when the store keeps the bits of ``goals`` (``bits[i]`` is
         ``goals[i]``'s) and they still stood when it read them, else ``grouped``, which groups the events.
 
         ``stored`` is None where the question has no form reading bits. ``site_goals`` gives every goal of the site:
         when one of ``goals`` has no stored bit yet, the store is asked in the background to keep those
-        (``store/goal_bits.py``), and this read groups the events.
+        (``store/goal_bits.py``), and this read groups the events. ``version`` as in ``rows``.
         """
-        rows = None if stored is None else self._stored_goal_rows(scope, goals, stored, site_goals)
-        return self.rows(grouped, scope) if rows is None else rows
+        rows = None if stored is None else self._stored_goal_rows(scope, goals, stored, site_goals, version)
+        return self.rows(grouped, scope, version=version) if rows is None else rows
 
     def _stored_goal_rows(
         self,
@@ -105,6 +112,7 @@ class EventReader:
         goals: Sequence[GoalSpec],
         stored: Callable[[Sequence[int]], Query],
         site_goals: Callable[[], Sequence[GoalSpec]] | None,
+        version: int | None,
     ) -> Rows | None:
         """The rows of ``stored(bits)`` (``goal_rows``), or None where the bits cannot answer."""
         if len(scope.site_ids) != 1 or not facts_answer(scope, self.dialect, self.dialect.sealed_goal_masks):
@@ -115,7 +123,7 @@ class EventReader:
             if site_goals is not None:
                 self.store_goal_bits_soon(site_id, site_goals)
             return None
-        rows = self.rows(stored(bits), scope)
+        rows = self.rows(stored(bits), scope, version=version)
         # Every row carries the same flag; a goal changed since the bits were looked up when it is set. A form the
         # narrowing picked that reads no bits carries none.
         if rows and rows[0].get("stale_result"):

@@ -173,8 +173,18 @@ class ResultCache:
         """Forget every entry (a site was deleted: its id may be given to a new site, whose counts could match)."""
         self._results.clear()
 
-    def run(self, query: Query, site_ids: tuple[int, ...], window: Window, run: Runner) -> Rows:
+    def version(self, site_ids: tuple[int, ...], window: Window, run: Runner) -> int:
+        """The key's count now: the events of ``site_ids`` in ``window``."""
+        return int(run(window_version_query(site_ids, window, self._dialect))[0]["n"])
+
+    def run(
+        self, query: Query, site_ids: tuple[int, ...], window: Window, run: Runner, *, version: int | None = None
+    ) -> Rows:
         """The rows of ``query`` (its window on ``site_ids``): from the cache when no event entered the window.
+
+        ``version``, the count ``version`` gave for the same sites and window earlier (for an answer made of more
+        than one query of one window, such as a page and then its rows), spares counting again: the entry is then
+        keyed on no more events than its rows hold, the safe side.
 
         Where the store writes the ``sessions`` table after the events (``Dialect.merged_sessions``), a query that
         may read it picks its form when it is computed (``facts.facts_where_cheaper``). Every form gives the same
@@ -183,7 +193,8 @@ class ResultCache:
         An answer computed while a write was under way is returned but not kept (see the module docstring). Where
         the store writes in transactions, the stamp never changes and every answer is kept.
         """
-        version = int(run(window_version_query(site_ids, window, self._dialect))[0]["n"])
+        if version is None:
+            version = self.version(site_ids, window, run)
         # Read after the count, which waited for every acknowledged event to be stored: a write that ended before
         # it is seen whole by the read, and the key can then only undercount, never name an answer that misses rows.
         before = self._stamp()

@@ -165,13 +165,15 @@ def goal_sessions(
     scope = params.scope(access.site.site_id)
     spec, reader = _spec(goal), services.reader
     d = reader.dialect
-    # The page, then its sessions described from their events alone.
+    # The page, then its sessions described from their events alone: two queries under one count of the window.
+    version = reader.window_version(scope)
     rows = reader.goal_rows(
         scope,
         [spec],
         lambda bits: build_goal_sessions_stored_query(scope, spec, bits[0], paging.limit, paging.offset, d),
         build_goal_sessions_query(scope, spec, paging.limit, paging.offset, d),
         _site_specs(services, access.site.site_id),
+        version=version,
     )
     total = int(rows[0]["total_count"]) if rows else 0
     listed = [r for r in rows if r["rn"] is not None]
@@ -179,7 +181,7 @@ def goal_sessions(
         return {"data": [], "totalCount": total}
     span = (min(r["session_start"] for r in listed), max(r["session_end"] for r in listed))
     query = build_goal_session_rows_query(scope, [r["session_id"] for r in listed], span, d)
-    described = reader.rows(query, scope)
+    described = reader.rows(query, scope, version=version)
     by_id = {r["session_id"]: r for r in described}
     # In the page's order; a session whose events left meanwhile (its site deleted) is left out.
     data = [_session_json(by_id[r["session_id"]]) for r in listed if r["session_id"] in by_id]

@@ -54,9 +54,10 @@ def session_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _described_page(
-    services: Services, scope: Scope, page_rows: list[dict[str, Any]], goals: list[GoalSpec]
+    services: Services, scope: Scope, page_rows: list[dict[str, Any]], goals: list[GoalSpec], version: int
 ) -> tuple[list[dict[str, Any]], int]:
-    """The sessions of a page query's rows, described, in the page's order; and the total count."""
+    """The sessions of a page query's rows, described, in the page's order; and the total count. ``version`` is the
+    result cache's count of the window taken before the page's query (``EventReader.window_version``)."""
     total = int(page_rows[0]["total_count"]) if page_rows else 0
     listed = [r for r in page_rows if r["session_id"] is not None]
     if not listed:
@@ -64,7 +65,7 @@ def _described_page(
     ids = [r["session_id"] for r in listed]
     earliest_end = min(r["session_end"] for r in listed)
     query = build_session_rows_query(scope, ids, goals, services.reader.dialect, ending_after=earliest_end)
-    rows = services.reader.rows(query, scope)
+    rows = services.reader.rows(query, scope, version=version)
     return [session_json(r) for r in rows], total
 
 
@@ -81,8 +82,9 @@ def list_sessions(
     paging = parse_page(page, limit, 25, 100)
     scope = params.scope(access.site.site_id)
     query = build_session_page_query(scope, paging.limit, paging.offset, services.reader.dialect)
-    page_rows = services.reader.rows(query, scope)
-    data, total = _described_page(services, scope, page_rows, _goal_specs(services, access.site.site_id))
+    version = services.reader.window_version(scope)
+    page_rows = services.reader.rows(query, scope, version=version)
+    data, total = _described_page(services, scope, page_rows, _goal_specs(services, access.site.site_id), version)
     return {"data": data, "totalCount": total}
 
 
@@ -163,13 +165,14 @@ def get_user(
     paging = parse_page(page, limit, 25, 100)
     site_id = access.site.site_id
     scope = Scope((site_id,), params.window())
-    totals = services.reader.rows(build_user_totals_query(scope, user_id, services.reader.dialect), scope)[0]
+    reader = services.reader
+    version = reader.window_version(scope)
+    totals = reader.rows(build_user_totals_query(scope, user_id, reader.dialect), scope, version=version)[0]
     if not totals["sessions"]:
         raise NotFoundError("User not found.")
-    page_rows = services.reader.rows(
-        build_user_sessions_query(scope, user_id, paging.limit, paging.offset, services.reader.dialect), scope
-    )
-    sessions, total = _described_page(services, scope, page_rows, _goal_specs(services, site_id))
+    query = build_user_sessions_query(scope, user_id, paging.limit, paging.offset, reader.dialect)
+    page_rows = reader.rows(query, scope, version=version)
+    sessions, total = _described_page(services, scope, page_rows, _goal_specs(services, site_id), version)
     return {
         "data": {
             "user_id": user_id,

@@ -17,7 +17,7 @@ from api_backend.query.sql import Query
 from api_backend.read.results import ResultCache, SharedResults
 from api_backend.routes.read_params import ReadParams
 from api_backend.store.events import rows_to_table
-from tests.support import make_site
+from tests.support import make_site, wait_until
 
 pytestmark = pytest.mark.both_stores
 
@@ -317,3 +317,52 @@ def test_cache008_the_daily_series_counts_sessions_crossing_midnight_and_caches_
         session("d", "u3", [night + timedelta(days=1, minutes=1), night + timedelta(days=1, minutes=20)])
     )
     assert series() == [(1, 2, 1), (2, 3, 3), (1, 2, 2)]
+
+
+def test_cache011_a_page_of_sessions_and_its_description_share_one_count(client, owner, services, seeded, monkeypatch):
+    """The sessions list and a goal's sessions take a page, then describe its sessions from their events: one count
+    of the window per request keys both answers, a repeat is answered from the cache after that one count, and an
+    acknowledged write into the window has the next request compute both afresh and list the new session first."""
+    site, rows = seeded
+    goal = {"name": "Pricing", "goalType": "path", "config": {"pathPattern": "/pricing"}}
+    response = client.post(f"/api/sites/{site.site_id}/goals", json=goal, headers=owner.headers)
+    assert response.status_code == 201, response.text
+    goal_id = response.json()["goalId"]
+    reader, cache = services.reader, services.reader.results
+    # Where the store keeps goal bits, a goal's sessions read them once kept (another question of the cache).
+    wait_until(lambda: not reader.storing_goal_bits(), message="the goal bits were not kept")
+    counted: list[int] = []
+    version = cache.version
+    monkeypatch.setattr(cache, "version", lambda *args: counted.append(1) or version(*args))
+    pages = {
+        "sessions": (f"/api/sites/{site.site_id}/sessions", {r["session_id"] for r in rows}),
+        "goal": (
+            f"/api/sites/{site.site_id}/goals/{goal_id}/sessions",
+            {r["session_id"] for r in rows if r["pathname"] == "/pricing"},
+        ),
+    }
+
+    def listed(path: str) -> tuple[int, list[str]]:
+        response = client.get(path, params={**WINDOW, "limit": 100}, headers=owner.headers)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["data"], path
+        return body["totalCount"], [s["session_id"] for s in body["data"]]
+
+    for path, expected in pages.values():
+        counted.clear()
+        computed = cache.computed
+        first = listed(path)
+        assert first[0] == len(expected) and set(first[1]) == expected
+        assert (len(counted), cache.computed) == (1, computed + 2), path
+        assert listed(path) == first
+        assert (len(counted), cache.computed) == (2, computed + 2), path
+    late = _rows(site.site_id, 1, datetime(2026, 5, 30, 9), prefix="late")
+    late[0]["pathname"] = "/pricing"
+    services.writer.write(late)
+    for path, expected in pages.values():
+        counted.clear()
+        computed = cache.computed
+        total, ids = listed(path)
+        assert (total, ids[0], set(ids)) == (len(expected) + 1, "late0", expected | {"late0"})
+        assert (len(counted), cache.computed) == (1, computed + 2), path
