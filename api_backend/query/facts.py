@@ -559,6 +559,13 @@ def merge_spans(rows: Sequence[Mapping[str, Any]], window: Window, limit: int = 
     return [(lo, hi) for lo, hi in spans]
 
 
+def span_condition(span: Span, d: Dialect, p: Params) -> str:
+    """``timestamp`` within ``span``, both ends included, as bounds the engine skips blocks by (on ClickHouse the
+    blocks of other days too: ``Dialect.time_bound``)."""
+    first, last = span
+    return f"{d.time_bound('timestamp', '>=', p.add(first))} AND {d.time_bound('timestamp', '<=', p.add(last))}"
+
+
 def spans_condition(column: str, spans: Sequence[Span], p: Params) -> str:
     """True when ``column`` lies in one of ``spans`` (false with none): bounds the engine skips blocks by."""
     ranges = [f"({column} >= {p.add(lo)} AND {column} <= {p.add(hi)})" for lo, hi in spans]
@@ -610,24 +617,17 @@ def quarter_hour_start(number: str) -> str:
     return f"make_timestamp(CAST({number} AS BIGINT) * {QUARTER_HOUR_US})"
 
 
-def stored_span(
-    site_ids: tuple[int, ...], session_ids: Sequence[str], p: Params, ending_after: datetime | None = None
-) -> str:
+def stored_span(site_ids: tuple[int, ...], session_ids: Sequence[str], p: Params) -> str:
     """``timestamp >= ... AND timestamp <= ...``: the events of the sessions ``session_ids`` (SQL values) lie between
     the first and the last event stored of any of them.
 
-    A bound on the events read for a few sessions, so the engine skips the blocks outside it (a page of recent
-    sessions reads the last hours of the window, not all of it; one session, its own hours). The stored rows are
-    found by their narrow ``session_key`` before their ids are compared. With none of them stored it bounds
-    nothing. ``ending_after``, when no session of ``session_ids`` has its last event before it, bounds the stored
-    sessions searched by their ``last_seen`` (which only grows), so the table's blocks of earlier sessions are
-    skipped too.
+    A bound on the events read for a few sessions whose in-window span is not known (one session's page), so the
+    engine skips the blocks outside it: that session's hours. The stored rows are found by their narrow
+    ``session_key`` before their ids are compared. With none of them stored it bounds nothing.
     """
     ids = ", ".join(session_ids) or "NULL"
     keys = ", ".join(session_key(s) for s in session_ids) or "NULL"
     where = f"{site_condition(site_ids, p)} AND session_key IN ({keys}) AND session_id IN ({ids})"
-    if ending_after is not None:
-        where += f" AND last_seen >= {p.add(ending_after)}"
     first = f"(SELECT min(first_seen) FROM sessions WHERE {where})"
     last = f"(SELECT max(last_seen) FROM sessions WHERE {where})"
     return (

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 from typing import Any
 
 from api_backend.query.dialect import Dialect
 from api_backend.query.facts import (
+    Span,
     edge_sessions,
     fact_column,
     facts_answer,
@@ -31,6 +31,7 @@ from api_backend.query.facts import (
     newest_ends,
     pathnames,
     qualifying_from_table,
+    span_condition,
     whole_sessions,
 )
 from api_backend.query.filters import (
@@ -640,9 +641,7 @@ def _goal_session_columns(d: Dialect, p: Params) -> str:
     return ",\n    ".join(columns)
 
 
-def build_goal_session_rows_query(
-    scope: Scope, session_ids: Sequence[str], span: tuple[datetime, datetime], d: Dialect
-) -> Query:
+def build_goal_session_rows_query(scope: Scope, session_ids: Sequence[str], span: Span, d: Dialect) -> Query:
     """One described row per session of ``session_ids`` (a page of ``build_goal_sessions_query``) over its in-window
     rows, newest end first: the goal-session fields of ``api-spec.md``.
 
@@ -653,11 +652,7 @@ def build_goal_session_rows_query(
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
     values = [p.add(s) for s in session_ids]
-    first, last = span
-    rows = (
-        f"{qualified_rows(scope, p, d)} AND {d.time_bound('timestamp', '>=', p.add(first))} "
-        f"AND {d.time_bound('timestamp', '<=', p.add(last))}"
-    )
+    rows = f"{qualified_rows(scope, p, d)} AND {span_condition(span, d, p)}"
     body = (
         f"SELECT session_id,\n    {_goal_session_columns(d, p)}\n  {rows} "
         f"AND session_id IN ({', '.join(values) or 'NULL'})\n  GROUP BY session_id"

@@ -13,14 +13,15 @@ of the site's goals (the goal conditions of ``api_backend.query.goals``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from api_backend.query.dialect import Dialect
 from api_backend.query.facts import (
+    Span,
     edge_sessions,
     facts_answer,
     facts_where_cheaper,
     newest_ends,
+    span_condition,
     stored_span,
     whole_sessions,
 )
@@ -74,7 +75,8 @@ def session_columns(goals: Sequence[GoalSpec], d: Dialect, p: Params) -> str:
 
 
 def _page_of(sessions: str, limit: int, offset: int, d: Dialect, p: Params, *, materialized: bool = True) -> str:
-    """CTEs + SELECT of one page of ``sessions`` (``session_id, session_end``), newest end first, with the total.
+    """CTEs + SELECT of one page of ``sessions`` (``session_id, session_end, session_start``), newest end first, with
+    the total.
 
     The page is a top-N (no ranking of every session) and the count reads the same sessions: computed once
     (``materialized``), or read again where that is cheaper than storing them. Read again, the page is taken among
@@ -89,15 +91,16 @@ def _page_of(sessions: str, limit: int, offset: int, d: Dialect, p: Params, *, m
         cut, candidates = newest_ends("ss", offset + limit, p)
         ctes += f",\n{cut}"
     return f"""{ctes},
-page AS (SELECT session_id AS page_session, session_end AS page_end FROM {candidates}
+page AS (SELECT session_id AS page_session, session_end AS page_end, session_start AS page_start FROM {candidates}
          ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)})
-SELECT t.total_count, page.page_session AS session_id, page.page_end AS session_end
+SELECT t.total_count, page.page_session AS session_id, page.page_end AS session_end, page.page_start AS session_start
 FROM (SELECT count(*) AS total_count FROM ss) AS t LEFT JOIN page ON true
 ORDER BY page.page_end DESC, page.page_session"""
 
 
 def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) -> Query:
-    """Rows ``(total_count, session_id, session_end)``: one page of the window's sessions, newest end first.
+    """Rows ``(total_count, session_id, session_end, session_start)``: one page of the window's sessions, newest end
+    first (the ends and starts of their in-window events).
 
     Where the engine keeps per-session facts (``facts.py``), a whole session's end is its stored ``last_seen`` and
     only the sessions crossing the window's edges are grouped from events. On a table merged at read time, where
@@ -111,9 +114,10 @@ def build_session_page_query(scope: Scope, limit: int, offset: int, d: Dialect) 
         p = Params()
         # The edge sessions are grouped once; the whole ones are read twice rather than stored (24M ids at 100M
         # events): the count reads none of their ids, and the top-N keeps only the page's.
-        edge = d.cte("edge", edge_sessions(scope, ", max(timestamp) AS session_end", d, p), materialized=True)
-        whole = whole_sessions(scope, "session_id, last_seen AS session_end", d, p)
-        ends = f"{whole} UNION ALL SELECT session_id, session_end FROM edge"
+        spans = ", max(timestamp) AS session_end, min(timestamp) AS session_start"
+        edge = d.cte("edge", edge_sessions(scope, spans, d, p), materialized=True)
+        whole = whole_sessions(scope, "session_id, last_seen AS session_end, first_seen AS session_start", d, p)
+        ends = f"{whole} UNION ALL SELECT session_id, session_end, session_start FROM edge"
         return p.query(f"WITH {edge},\n" + _page_of(ends, limit, offset, d, p, materialized=False))
 
     return facts_where_cheaper(scope, facts, lambda: build_session_page_events_query(scope, limit, offset, d), d)
@@ -123,7 +127,7 @@ def build_session_page_events_query(scope: Scope, limit: int, offset: int, d: Di
     """``build_session_page_query`` grouping every in-window event into sessions."""
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
-    ends = session_groups(scope, ", max(timestamp) AS session_end", d, p)
+    ends = session_groups(scope, ", max(timestamp) AS session_end, min(timestamp) AS session_start", d, p)
     return p.query(start + _page_of(ends, limit, offset, d, p))
 
 
@@ -133,12 +137,14 @@ def build_session_rows_query(
     goals: Sequence[GoalSpec],
     d: Dialect,
     *,
-    ending_after: datetime | None = None,
+    span: Span | None = None,
 ) -> Query:
     """One described row per session of ``session_ids`` (over its in-window rows), newest end first.
 
-    ``ending_after``: no session of ``session_ids`` has its last event before it (a page's earliest end), so their
-    first events are looked up among the sessions that end later, not among all of them.
+    ``span``, a page's earliest ``session_start`` and latest ``session_end``: the sessions' in-window rows lie
+    between them, so only the blocks of those hours are read (a page of the newest sessions reads the window's last
+    hours). Without it, where the engine keeps per-session facts, the rows are bounded by the sessions' stored
+    spans (``facts.stored_span``).
     """
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
@@ -146,8 +152,10 @@ def build_session_rows_query(
     ids = ", ".join(values) or "NULL"
     columns = session_columns(goals, d, p)
     rows = qualified_rows(scope, p, d)
-    if d.session_facts:
-        rows += f" AND {stored_span(scope.site_ids, values, p, ending_after)}"
+    if span is not None:
+        rows += f" AND {span_condition(span, d, p)}"
+    elif d.session_facts:
+        rows += f" AND {stored_span(scope.site_ids, values, p)}"
     body = f"SELECT session_id,\n    {columns}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"
     # ``opening`` ends with ``WITH `` (or the scope CTEs and a comma); the CTE below keeps both forms valid.
     sql = f"{start}described AS ({body})\nSELECT * FROM described ORDER BY session_end DESC, session_id"
@@ -192,11 +200,12 @@ FROM events WHERE {where} AND session_id IN (SELECT session_id FROM us)"""
 
 
 def build_user_sessions_query(scope: Scope, user_id: str, limit: int, offset: int, d: Dialect) -> Query:
-    """Rows ``(total_count, session_id, session_end)``: one page of the user's sessions, newest first."""
+    """Rows ``(total_count, session_id, session_end, session_start)``: one page of the user's sessions, newest
+    first."""
     p = Params()
     where = window_condition(scope.site_ids, scope.window, p, d)
     sessions = (
-        f"SELECT session_id, max(timestamp) AS session_end FROM events WHERE {where} "
+        f"SELECT session_id, max(timestamp) AS session_end, min(timestamp) AS session_start FROM events WHERE {where} "
         f"AND session_id IN ({_user_sessions(scope, user_id, p, d)}) GROUP BY session_id"
     )
     return p.query("WITH " + _page_of(sessions, limit, offset, d, p))

@@ -63,8 +63,8 @@ def _described_page(
     if not listed:
         return [], total
     ids = [r["session_id"] for r in listed]
-    earliest_end = min(r["session_end"] for r in listed)
-    query = build_session_rows_query(scope, ids, goals, services.reader.dialect, ending_after=earliest_end)
+    span = (min(r["session_start"] for r in listed), max(r["session_end"] for r in listed))
+    query = build_session_rows_query(scope, ids, goals, services.reader.dialect, span=span)
     rows = services.reader.rows(query, scope, version=version)
     return [session_json(r) for r in rows], total
 
