@@ -36,8 +36,7 @@ __all__ = [
     "build_session_page_query",
     "build_session_rows_query",
     "build_timeline_query",
-    "build_user_sessions_query",
-    "build_user_totals_query",
+    "build_user_query",
     "session_columns",
 ]
 
@@ -184,28 +183,36 @@ def _user_sessions(scope: Scope, user_id: str, p: Params, d: Dialect) -> str:
     return f"SELECT DISTINCT session_id FROM events WHERE {where} AND identified_user_id = {p.add(user_id)}"
 
 
-def build_user_totals_query(scope: Scope, user_id: str, d: Dialect) -> Query:
-    """One row: ``sessions, pageviews, events, first_seen, last_seen`` over every event of the user's sessions.
+def build_user_query(scope: Scope, user_id: str, limit: int, offset: int, d: Dialect) -> Query:
+    """An identified user's totals and one page of their sessions, newest first, in one pass over the events.
 
-    A user's sessions are those with an event carrying the identified id; their anonymous events before
-    the identification count too (they are the same visit). ``sessions`` is 0 for an unknown user.
+    A user's sessions are those with an event carrying the identified id; their anonymous events before the
+    identification count too (they are the same visit). Every row holds the totals over every event of those
+    sessions in the window (``sessions``, ``pageviews``, ``events``, ``first_seen``, ``last_seen``; ``sessions`` is 0
+    for an unknown user) and one session of the page (``total_count, session_id, session_end, session_start``, as
+    ``build_session_page_query``; NULL past the end). The user's sessions are grouped once for both: asked apart,
+    the totals and the page each looked the sessions up and read their events (a user's page at 100M events on
+    DuckDB: 2.1-2.6 s, 1.0 and 0.9 s of it those two reads).
     """
     p = Params()
     where = window_condition(scope.site_ids, scope.window, p, d)
-    sql = f"""WITH us AS ({_user_sessions(scope, user_id, p, d)})
-SELECT count(DISTINCT session_id) AS sessions, {_count_where("type = 'pageview'")} AS pageviews,
-  count(*) AS events, min(timestamp) AS first_seen, max(timestamp) AS last_seen
-FROM events WHERE {where} AND session_id IN (SELECT session_id FROM us)"""
-    return p.query(sql)
-
-
-def build_user_sessions_query(scope: Scope, user_id: str, limit: int, offset: int, d: Dialect) -> Query:
-    """Rows ``(total_count, session_id, session_end, session_start)``: one page of the user's sessions, newest
-    first."""
-    p = Params()
-    where = window_condition(scope.site_ids, scope.window, p, d)
-    sessions = (
-        f"SELECT session_id, max(timestamp) AS session_end, min(timestamp) AS session_start FROM events WHERE {where} "
-        f"AND session_id IN ({_user_sessions(scope, user_id, p, d)}) GROUP BY session_id"
+    pageviews = _count_where("type = 'pageview'")
+    sessions = d.cte(
+        "us",
+        f"SELECT session_id, max(timestamp) AS session_end, min(timestamp) AS session_start, "
+        f"{pageviews} AS pageviews, count(*) AS events FROM events WHERE {where} "
+        f"AND session_id IN ({_user_sessions(scope, user_id, p, d)}) GROUP BY session_id",
+        materialized=True,
     )
-    return p.query("WITH " + _page_of(sessions, limit, offset, d, p))
+    totals = (
+        "SELECT count(*) AS sessions, coalesce(sum(pageviews), 0) AS pageviews, coalesce(sum(events), 0) AS events, "
+        "min(session_start) AS first_seen, max(session_end) AS last_seen FROM us"
+    )
+    sql = f"""WITH {sessions},
+page AS (SELECT session_id AS page_session, session_end AS page_end, session_start AS page_start FROM us
+         ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {p.add(offset)})
+SELECT t.*, t.sessions AS total_count, page.page_session AS session_id, page.page_end AS session_end,
+  page.page_start AS session_start
+FROM ({totals}) AS t LEFT JOIN page ON true
+ORDER BY page.page_end DESC, page.page_session"""
+    return p.query(sql)

@@ -18,8 +18,7 @@ from api_backend.query.sessions import (
     build_session_page_query,
     build_session_rows_query,
     build_timeline_query,
-    build_user_sessions_query,
-    build_user_totals_query,
+    build_user_query,
 )
 from api_backend.query.window import Window
 from api_backend.routes.read_params import ReadQuery, WindowQuery
@@ -167,11 +166,11 @@ def get_user(
     scope = Scope((site_id,), params.window())
     reader = services.reader
     version = reader.window_version(scope)
-    totals = reader.rows(build_user_totals_query(scope, user_id, reader.dialect), scope, version=version)[0]
+    query = build_user_query(scope, user_id, paging.limit, paging.offset, reader.dialect)
+    page_rows = reader.rows(query, scope, version=version)
+    totals = page_rows[0]
     if not totals["sessions"]:
         raise NotFoundError("User not found.")
-    query = build_user_sessions_query(scope, user_id, paging.limit, paging.offset, reader.dialect)
-    page_rows = reader.rows(query, scope, version=version)
     sessions, total = _described_page(services, scope, page_rows, _goal_specs(services, site_id), version)
     return {
         "data": {

@@ -234,6 +234,12 @@ def test_users001_identified_user_totals_and_sessions(world: World) -> None:
     assert data["sessions"][0]["session_id"] == newest and data["sessions"][0]["user_id"] == user
     second = world.get(f"/users/{user}", limit="1", page="2")["data"]["sessions"]
     assert len(second) == 1 and second[0]["session_id"] != newest
+    # Past the last session the totals and the count stand, with no session.
+    past = world.get(f"/users/{user}", limit="1", page=str(len(sids) + 1))
+    assert past["data"]["sessions"] == [] and past["totalCount"] == len(sids)
+    assert {k: past["data"][k] for k in ("totals", "first_seen", "last_seen")} == {
+        k: data[k] for k in ("totals", "first_seen", "last_seen")
+    }
 
 
 def test_users002_window_narrows_the_user(world: World) -> None:

@@ -37,8 +37,7 @@ from api_backend.query.sessions import (
     build_session_page_query,
     build_session_rows_query,
     build_timeline_query,
-    build_user_sessions_query,
-    build_user_totals_query,
+    build_user_query,
 )
 from api_backend.query.sql import Query
 from api_backend.query.usage import build_usage_query
@@ -132,8 +131,7 @@ def built(d: Dialect) -> Iterator[tuple[str, Query]]:
         yield "rollup", build_goals_rollup_query(Scope((1,), window), GOALS, "country", 5001, d)
         yield "version", window_version_query((1,), window, d)
         yield "version-sites", window_version_query((1, 2), window, d)
-        yield "user-totals", build_user_totals_query(Scope((1,), window), "ada", d)
-        yield "user-sessions", build_user_sessions_query(Scope((1,), window), "ada", 25, 25, d)
+        yield "user", build_user_query(Scope((1,), window), "ada", 25, 25, d)
         if window.start is not None:
             yield "live", build_live_query(1, window, d)
             yield "live-pages", build_live_pages_query(1, window, 10, d)
