@@ -55,7 +55,7 @@ Request = Callable[[httpx.Client, dict[str, str]], httpx.Response]
 PROPERTY_FILTER = json.dumps([{"parameter": "prop:plan", "type": "equals", "value": ["pro"]}])
 
 
-def _routes(site: int, goals: dict[str, int], org: str, error: str) -> dict[str, Request]:
+def _routes(site: int, goals: dict[str, int], org: str, error: str, user: str) -> dict[str, Request]:
     def get(path: str, **params: Any) -> Request:
         return lambda c, window: c.get(path, params={**window, **params})
 
@@ -82,6 +82,8 @@ def _routes(site: int, goals: dict[str, int], org: str, error: str) -> dict[str,
             f"/sites/{site}/overview/time-series", bucket="day", time_zone="Asia/Kolkata"
         ),
         "sessions list": get(f"/sites/{site}/sessions", limit=25),
+        # An identified user's totals and newest sessions (the dashboard's user page), within the window.
+        "a user's page": get(f"/sites/{site}/users/{user}", limit=25),
         "error names": get(f"/sites/{site}/error-names"),
         "error time series": get(f"/sites/{site}/errors/time-series", errorMessage=error, bucket="hour"),
         "org usage": get(f"/org-event-count/{org}"),
@@ -134,9 +136,11 @@ def measure(
         windows = _fresh_windows()
         names = client.get(f"/sites/{site}/error-names", params=next(windows)).json()["data"]
         error = max(names, key=lambda n: n["count"])["value"] if names else ""
+        newest = client.get(f"/sites/{site}/sessions", params={**next(windows), "limit": 100}).json()["data"]
+        user = next((s["user_id"] for s in newest if s["identified"]), "nobody")
         assert server.sampler is not None
         server.sampler.reset()
-        for name, request in _routes(site, goals, org, error).items():
+        for name, request in _routes(site, goals, org, error, user).items():
             times: list[float] = []
             failures: list[str] = []
             for _ in range(runs):
