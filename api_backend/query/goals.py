@@ -23,7 +23,6 @@ from typing import Any
 
 from api_backend.query.dialect import Dialect
 from api_backend.query.facts import (
-    Span,
     edge_sessions,
     fact_column,
     facts_answer,
@@ -31,7 +30,6 @@ from api_backend.query.facts import (
     newest_ends,
     pathnames,
     qualifying_from_table,
-    span_condition,
     whole_sessions,
 )
 from api_backend.query.filters import (
@@ -39,12 +37,11 @@ from api_backend.query.filters import (
     Filter,
     compare,
     session_condition,
-    session_description,
     session_value,
 )
 from api_backend.query.metric import keeps_empty_value, session_values_sql
 from api_backend.query.paging import Page
-from api_backend.query.scope import Scope, opening, qualified_rows, session_groups, window_condition
+from api_backend.query.scope import Scope, opening, session_groups, window_condition
 from api_backend.query.sql import Params, Query
 
 __all__ = [
@@ -56,7 +53,6 @@ __all__ = [
     "build_goal_breakdown_events_query",
     "build_goal_breakdown_query",
     "build_goal_breakdown_stored_query",
-    "build_goal_session_rows_query",
     "build_goal_sessions_events_query",
     "build_goal_sessions_query",
     "build_goal_sessions_stored_query",
@@ -626,41 +622,6 @@ def build_goal_sessions_stored_query(
     )
 
 
-def _goal_session_columns(d: Dialect, p: Params) -> str:
-    """The aggregate columns describing one converted session from its rows (after ``SELECT session_id, ``): the
-    goal-session fields of ``api-spec.md``."""
-    columns = [
-        *session_description(d, p),
-        "count(*) FILTER (WHERE type = 'pageview') AS pageviews",
-        "count(*) FILTER (WHERE type = 'custom_event') AS events",
-        "count(*) FILTER (WHERE type = 'error') AS errors",
-        "count(*) FILTER (WHERE type = 'outbound') AS outbound",
-        "min(timestamp) AS session_start",
-        "max(timestamp) AS session_end",
-    ]
-    return ",\n    ".join(columns)
-
-
-def build_goal_session_rows_query(scope: Scope, session_ids: Sequence[str], span: Span, d: Dialect) -> Query:
-    """One described row per session of ``session_ids`` (a page of ``build_goal_sessions_query``) over its in-window
-    rows, newest end first: the goal-session fields of ``api-spec.md``.
-
-    ``span`` is the page's earliest ``session_start`` and latest ``session_end``: the sessions' in-window rows lie
-    between them, so only the blocks of those hours are read (a page of the newest sessions reads the window's last
-    hours, not all of it).
-    """
-    p = Params()
-    start = opening(scope, d, p, rows_needed=False)
-    values = [p.add(s) for s in session_ids]
-    rows = f"{qualified_rows(scope, p, d)} AND {span_condition(span, d, p)}"
-    body = (
-        f"SELECT session_id,\n    {_goal_session_columns(d, p)}\n  {rows} "
-        f"AND session_id IN ({', '.join(values) or 'NULL'})\n  GROUP BY session_id"
-    )
-    # ``opening`` ends with ``WITH `` (or the scope CTEs and a comma); the CTE below keeps both forms valid.
-    return p.query(f"{start}described AS ({body})\nSELECT * FROM described ORDER BY session_end DESC, session_id")
-
-
 def _goal_sessions_query(
     scope: Scope, goal: GoalSpec, limit: int, offset: int, d: Dialect, *, facts: bool, bit: int | None = None
 ) -> Query:
@@ -725,10 +686,10 @@ def _goal_sessions_query(
         ctes, candidates = d.cte("conv", converted, materialized=True), "conv"
     # The page is taken first (a top-N, not a sort of every converted session) and only its rows are numbered;
     # (session_end, session_id) orders the sessions totally, so the numbers are their ranks. The page's sessions are
-    # described by a second query (``build_goal_session_rows_query``): given their ids and the page's span as values,
-    # it reads the blocks of their hours alone, where this query, reading the ids from its own page, read every block
-    # of the window on ClickHouse (an event goal's sessions at 10M events, in-process: 413 -> 318 ms, the second query
-    # included).
+    # described by a second query (``sessions.build_goal_session_rows_query``): given their ids and the page's span as
+    # values, it reads the blocks of their hours alone, where this query, reading the ids from its own page, read
+    # every block of the window on ClickHouse (an event goal's sessions at 10M events, in-process: 413 -> 318 ms, the
+    # second query included).
     top = (
         f"SELECT session_id AS page_session, session_end AS page_end, session_start AS page_start FROM {candidates} "
         f"ORDER BY session_end DESC, session_id LIMIT {p.add(limit)} OFFSET {skipped}"

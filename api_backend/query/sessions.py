@@ -12,7 +12,8 @@ of the site's goals (the goal conditions of ``api_backend.query.goals``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from api_backend.query.dialect import Dialect
 from api_backend.query.facts import (
@@ -32,11 +33,13 @@ from api_backend.query.sql import Params, Query
 
 __all__ = [
     "TIMELINE_COLUMNS",
+    "build_goal_session_rows_query",
     "build_session_page_events_query",
     "build_session_page_query",
     "build_session_rows_query",
     "build_timeline_query",
     "build_user_query",
+    "page_span",
     "session_columns",
 ]
 
@@ -130,6 +133,11 @@ def build_session_page_events_query(scope: Scope, limit: int, offset: int, d: Di
     return p.query(start + _page_of(ends, limit, offset, d, p))
 
 
+def page_span(rows: Sequence[Mapping[str, Any]]) -> Span:
+    """The earliest ``session_start`` and latest ``session_end`` of a page's rows (its sessions, none NULL)."""
+    return min(r["session_start"] for r in rows), max(r["session_end"] for r in rows)
+
+
 def build_session_rows_query(
     scope: Scope,
     session_ids: Sequence[str],
@@ -140,22 +148,51 @@ def build_session_rows_query(
 ) -> Query:
     """One described row per session of ``session_ids`` (over its in-window rows), newest end first.
 
-    ``span``, a page's earliest ``session_start`` and latest ``session_end``: the sessions' in-window rows lie
-    between them, so only the blocks of those hours are read (a page of the newest sessions reads the window's last
-    hours). Without it, where the engine keeps per-session facts, the rows are bounded by the sessions' stored
-    spans (``facts.stored_span``).
+    ``span``, a page's ``page_span``: the sessions' in-window rows lie between its ends, so only the blocks of those
+    hours are read (a page of the newest sessions reads the window's last hours). Without it, where the engine keeps
+    per-session facts, the rows are bounded by the sessions' stored spans (``facts.stored_span``).
     """
+    return _described(scope, session_ids, lambda p: session_columns(goals, d, p), d, span)
+
+
+def _goal_session_columns(d: Dialect, p: Params) -> str:
+    """The aggregate columns describing one converted session from its rows (after ``SELECT session_id, ``): the
+    goal-session fields of ``api-spec.md``."""
+    columns = [
+        *session_description(d, p),
+        "count(*) FILTER (WHERE type = 'pageview') AS pageviews",
+        "count(*) FILTER (WHERE type = 'custom_event') AS events",
+        "count(*) FILTER (WHERE type = 'error') AS errors",
+        "count(*) FILTER (WHERE type = 'outbound') AS outbound",
+        "min(timestamp) AS session_start",
+        "max(timestamp) AS session_end",
+    ]
+    return ",\n    ".join(columns)
+
+
+def build_goal_session_rows_query(scope: Scope, session_ids: Sequence[str], span: Span, d: Dialect) -> Query:
+    """One described row per session of ``session_ids`` (a page of ``goals.build_goal_sessions_query``, whose
+    ``page_span`` is ``span``) over its in-window rows, newest end first: the goal-session fields of ``api-spec.md``.
+    """
+    return _described(scope, session_ids, lambda p: _goal_session_columns(d, p), d, span)
+
+
+def _described(
+    scope: Scope, session_ids: Sequence[str], columns: Callable[[Params], str], d: Dialect, span: Span | None
+) -> Query:
+    """``columns`` of each session of ``session_ids`` over its in-window rows (bounded as ``build_session_rows_query``
+    says), newest end first."""
     p = Params()
     start = opening(scope, d, p, rows_needed=False)
     values = [p.add(s) for s in session_ids]
     ids = ", ".join(values) or "NULL"
-    columns = session_columns(goals, d, p)
+    described = columns(p)
     rows = qualified_rows(scope, p, d)
     if span is not None:
         rows += f" AND {span_condition(span, d, p)}"
     elif d.session_facts:
         rows += f" AND {stored_span(scope.site_ids, values, p)}"
-    body = f"SELECT session_id,\n    {columns}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"
+    body = f"SELECT session_id,\n    {described}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"
     # ``opening`` ends with ``WITH `` (or the scope CTEs and a comma); the CTE below keeps both forms valid.
     sql = f"{start}described AS ({body})\nSELECT * FROM described ORDER BY session_end DESC, session_id"
     return p.query(sql)
