@@ -9,7 +9,7 @@ from selenium.webdriver.common.by import By
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
-from tests.support.dashboard import click, sign_in
+from tests.support.dashboard import click, panel_shows, sign_in
 from tests.support.dashboard_data import load_demo
 
 
@@ -33,15 +33,15 @@ def test_dash_overview_page001_numbers_range_and_row_filter(dash_duo, services, 
     assert dash_duo.find_element("#overview-bounce_rate").text == "60.0%"
     # The previous 30 days hold the one old visit: too little to compare with.
     assert dash_duo.find_element("#overview-sessions-change").text == "too little earlier data (1 session)"
-    dash_duo.wait_for_contains_text("#overview-rows-pathname", "/pricing", timeout=10)
+    panel_shows(dash_duo, "pathname", "/pricing")
     rows = dash_duo.find_elements("#overview-rows-pathname button.panel-row")
     assert [r.find_elements(By.CLASS_NAME, "panel-value")[0].text for r in rows] == ["/", "/pricing"]
     assert [r.find_elements(By.CLASS_NAME, "panel-count")[0].text for r in rows] == ["10", "4"]
-    dash_duo.wait_for_contains_text("#overview-rows-goals", "40.0%", timeout=10)  # 4 of 10 visits reached /pricing
+    panel_shows(dash_duo, "goals", "40.0%")  # 4 of 10 visits reached /pricing
     dash_duo.wait_for_element("#overview-chart .main-svg", timeout=10)
     dash_duo.wait_for_contains_text("#overview-live", "in the last 5 min", timeout=10)
     # Countries by name (DE for sessions not divisible by 3: 6 of 10), on a map drawn from the dashboard's own assets.
-    dash_duo.wait_for_contains_text("#overview-rows-country", "\U0001f1e9\U0001f1ea Germany", timeout=10)
+    panel_shows(dash_duo, "country", "\U0001f1e9\U0001f1ea Germany")
     assert "\U0001f1eb\U0001f1f7 France" in dash_duo.find_element("#overview-rows-country").text
     dash_duo.wait_for_element("#overview-map .choroplethlocation", timeout=15)
     resources = dash_duo.driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
@@ -56,7 +56,7 @@ def test_dash_overview_page001_numbers_range_and_row_filter(dash_duo, services, 
     dash_duo.wait_for_text_to_equal("#overview-sessions-change", "no earlier data", timeout=10)
 
     # Clicking a row adds it as a filter in the URL: the 5 visits that saw /pricing.
-    dash_duo.wait_for_contains_text("#overview-rows-pathname", "/pricing", timeout=10)
+    panel_shows(dash_duo, "pathname", "/pricing")
     pricing = [
         r
         for r in dash_duo.find_elements("#overview-rows-pathname button.panel-row")

@@ -6,7 +6,7 @@ from api_client import AnalyticsAPI
 from dashboard.app import create_dashboard
 from dashboard.settings import DashboardSettings
 from tests.support import make_account, make_site
-from tests.support.dashboard import click, found_now
+from tests.support.dashboard import click, found_now, panel_shows
 from tests.support.dashboard_data import load_demo
 
 
@@ -25,7 +25,7 @@ def test_dash_share_activity001_overview_and_sessions_tabs(dash_duo, services, a
     dash_duo.wait_for_element("#share-overview-tiles #overview-sessions", timeout=15)
     dash_duo.wait_for_text_to_equal("#share-overview-tiles #overview-sessions", "10", timeout=15)
     assert dash_duo.find_element("#share-overview-tiles #overview-pageviews").text == "14"
-    dash_duo.wait_for_contains_text("#overview-rows-pathname", "/pricing", timeout=10)
+    panel_shows(dash_duo, "pathname", "/pricing")
     assert found_now(dash_duo, "#share-content button.panel-row") == []
     dash_duo.driver.save_screenshot(str(output_dir / "share-overview.png"))
 

@@ -141,6 +141,32 @@ def settled(dash_duo, at_least: int = 0, timeout: float = 15) -> int:
     )
 
 
+def panel_shows(dash_duo, parameter: str, text: str, timeout: float = 15) -> None:
+    """Wait until the overview's ``parameter`` panel lists a row containing ``text``.
+
+    If it never does, the failure says what the panel's card held instead (still loading, empty, or the failure
+    view), which callbacks were still pending and what the browser logged, so a failure on a busy machine can be
+    told apart from a page that lost its update.
+    """
+    selector = f"#overview-rows-{parameter}"
+
+    def listed() -> bool:
+        return any(text in element.text for element in found_now(dash_duo, selector))
+
+    try:
+        wait_until(listed, timeout)
+    except AssertionError:
+        cards = dash_duo.driver.execute_script(
+            "return Array.from(document.querySelectorAll('.overview-panel')).map(c => c.innerText.slice(0, 300));"
+        )
+        pending = [(r.get("status"), str(r.get("output"))[:80]) for r in (dash_duo.redux_state_rqs or [])]
+        logs = [e.get("message", "")[:300] for e in dash_duo.get_logs() or [] if e.get("level") == "SEVERE"]
+        raise AssertionError(
+            f"{selector} never listed {text!r}; the panels held {cards}; pending callbacks {pending}; "
+            f"browser errors {logs}"
+        ) from None
+
+
 def callback_payload(
     app: Any, outputs: list[tuple[str, str]], inputs: list[tuple[str, str, Any]], state=()
 ) -> dict[str, Any]:
