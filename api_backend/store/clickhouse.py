@@ -57,6 +57,7 @@ from api_backend.store.goal_bits import Registry, plan_bits, registry_goal
 
 __all__ = [
     "INSERT_SETTINGS",
+    "JOIN_SWAP_SETTING",
     "NO_CUTOFF",
     "QUERY_SETTINGS",
     "ClickHouseEventStore",
@@ -160,6 +161,10 @@ INSERT_SETTINGS: dict[str, Any] = {
 # of the window the metric routes read three times). Set where the server knows it; elsewhere the keyword is taken
 # out of the SQL, and the engine inlines the CTE as before.
 MATERIALIZED_CTE_SETTING = "enable_materialized_cte"
+# Keeps a join's right side as the side it builds in memory, where the engine may pick either by its estimates of the
+# two sides' rows. A seal builds from the goal masks, the smaller side. Left to pick, the full seal of one 100M-event
+# copy passed the embedded engine's 4GB in its join at each of two tries; with the side kept it sealed in 186 s.
+JOIN_SWAP_SETTING = "query_plan_join_swap_table"
 _MATERIALIZED_CTE = re.compile(r"\bAS MATERIALIZED \(")
 
 # Server error codes meaning the engine refused a value bound into the query (CANNOT_COMPILE_REGEXP).
@@ -267,6 +272,8 @@ class ClickHouseEventStore:
         self._materialized_ctes = self._has_setting(MATERIALIZED_CTE_SETTING)
         if self._materialized_ctes:
             self._query_settings[MATERIALIZED_CTE_SETTING] = 1
+        # Settings of a seal's joins of goal masks to sessions (``JOIN_SWAP_SETTING``), where the server knows them.
+        self._seal_join_settings = {JOIN_SWAP_SETTING: "false"} if self._has_setting(JOIN_SWAP_SETTING) else {}
         self._on_close = on_close
         self._write_lock = threading.Lock()
         # What ``write_stamp`` tells: writes begun, whether one is under way, and whether one failed part-way (an
@@ -646,7 +653,7 @@ class ClickHouseEventStore:
             self.client.command(
                 sealed_rows_sql("sealed_sessions", generation, seal, where, keys=statement_keys, masks=masks),
                 parameters=params | mask_params,
-                settings=settings,
+                settings=settings | (self._seal_join_settings if masks else {}),
             )
         self._record_seal(Seal(seal, generation, applied, cutoff))
         self._seal_failed = False
