@@ -21,7 +21,7 @@ merged (``facts_where_cheaper``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -59,6 +59,7 @@ __all__ = [
     "facts_answer",
     "facts_where_cheaper",
     "inside_window",
+    "joined_spans",
     "merge_spans",
     "newest_ends",
     "pathnames",
@@ -73,6 +74,7 @@ __all__ = [
     "spans_condition",
     "stored_span",
     "whole_sessions",
+    "within_spans",
 ]
 
 # Session-level filter parameters answered by "first non-empty value" (channel, entry/exit page and user have
@@ -540,23 +542,30 @@ def merge_spans(rows: Sequence[Mapping[str, Any]], window: Window, limit: int = 
     the joined spans cover more than half the window (of an open window: more than half the time from the first
     span to the last), where they would skip little.
     """
-    spans: list[list[datetime]] = []
-    for lo, hi in sorted((row["lo"], row["hi"]) for row in rows if row["lo"] is not None):
-        if spans and lo <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], hi)
-        else:
-            spans.append([lo, hi])
-    if len(spans) > limit:
-        widest = sorted(range(1, len(spans)), key=lambda i: spans[i][0] - spans[i - 1][1])[len(spans) - limit :]
-        cuts = [0, *sorted(widest), len(spans)]
-        spans = [[spans[a][0], spans[b - 1][1]] for a, b in zip(cuts, cuts[1:], strict=False)]
+    spans = joined_spans(((row["lo"], row["hi"]) for row in rows if row["lo"] is not None), limit)
     if window.start is not None and window.end is not None:
         length = window.end - window.start
     else:
         length = spans[-1][1] - spans[0][0] if spans else timedelta(0)
     if sum((hi - lo for lo, hi in spans), start=timedelta(0)) * 2 > length:
         return None
-    return [(lo, hi) for lo, hi in spans]
+    return spans
+
+
+def joined_spans(spans: Iterable[Span], limit: int = MAX_SPANS) -> list[Span]:
+    """``spans`` as at most ``limit`` disjoint spans holding them all, in order: overlapping spans are joined, and
+    beyond ``limit`` the ones with the narrowest gaps between them too."""
+    joined: list[list[datetime]] = []
+    for lo, hi in sorted(spans):
+        if joined and lo <= joined[-1][1]:
+            joined[-1][1] = max(joined[-1][1], hi)
+        else:
+            joined.append([lo, hi])
+    if len(joined) > limit:
+        widest = sorted(range(1, len(joined)), key=lambda i: joined[i][0] - joined[i - 1][1])[len(joined) - limit :]
+        cuts = [0, *sorted(widest), len(joined)]
+        joined = [[joined[a][0], joined[b - 1][1]] for a, b in zip(cuts, cuts[1:], strict=False)]
+    return [(lo, hi) for lo, hi in joined]
 
 
 def span_condition(span: Span, d: Dialect, p: Params) -> str:
@@ -564,6 +573,11 @@ def span_condition(span: Span, d: Dialect, p: Params) -> str:
     blocks of other days too: ``Dialect.time_bound``)."""
     first, last = span
     return f"{d.time_bound('timestamp', '>=', p.add(first))} AND {d.time_bound('timestamp', '<=', p.add(last))}"
+
+
+def within_spans(spans: Sequence[Span], d: Dialect, p: Params) -> str:
+    """``timestamp`` within one of ``spans`` (``span_condition`` each; false with none)."""
+    return " OR ".join(f"({span_condition(span, d, p)})" for span in spans) or "false"
 
 
 def spans_condition(column: str, spans: Sequence[Span], p: Params) -> str:

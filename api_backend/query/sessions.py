@@ -21,10 +21,11 @@ from api_backend.query.facts import (
     edge_sessions,
     facts_answer,
     facts_where_cheaper,
+    joined_spans,
     newest_ends,
-    span_condition,
     stored_span,
     whole_sessions,
+    within_spans,
 )
 from api_backend.query.filters import IDENTIFIED, session_description
 from api_backend.query.goals import GoalSpec, goal_condition
@@ -39,7 +40,7 @@ __all__ = [
     "build_session_rows_query",
     "build_timeline_query",
     "build_user_query",
-    "page_span",
+    "page_spans",
     "session_columns",
 ]
 
@@ -133,9 +134,15 @@ def build_session_page_events_query(scope: Scope, limit: int, offset: int, d: Di
     return p.query(start + _page_of(ends, limit, offset, d, p))
 
 
-def page_span(rows: Sequence[Mapping[str, Any]]) -> Span:
-    """The earliest ``session_start`` and latest ``session_end`` of a page's rows (its sessions, none NULL)."""
-    return min(r["session_start"] for r in rows), max(r["session_end"] for r in rows)
+def page_spans(rows: Sequence[Mapping[str, Any]]) -> list[Span]:
+    """The spans of a page's rows (its sessions, none NULL): each session's ``session_start`` to its ``session_end``,
+    overlapping ones joined (``facts.joined_spans``).
+
+    A page of the newest sessions comes to one span of the window's last hours. A user's sessions may lie days
+    apart: one span from the first to the last would read every block between them (a user's three sessions at
+    100M events on DuckDB: most of the events of the month).
+    """
+    return joined_spans((r["session_start"], r["session_end"]) for r in rows)
 
 
 def build_session_rows_query(
@@ -144,15 +151,15 @@ def build_session_rows_query(
     goals: Sequence[GoalSpec],
     d: Dialect,
     *,
-    span: Span | None = None,
+    spans: Sequence[Span] | None = None,
 ) -> Query:
     """One described row per session of ``session_ids`` (over its in-window rows), newest end first.
 
-    ``span``, a page's ``page_span``: the sessions' in-window rows lie between its ends, so only the blocks of those
-    hours are read (a page of the newest sessions reads the window's last hours). Without it, where the engine keeps
-    per-session facts, the rows are bounded by the sessions' stored spans (``facts.stored_span``).
+    ``spans``, a page's ``page_spans``: the sessions' in-window rows lie within them, so only the blocks of those
+    hours are read (a page of the newest sessions reads the window's last hours). Without them, where the engine
+    keeps per-session facts, the rows are bounded by the sessions' stored spans (``facts.stored_span``).
     """
-    return _described(scope, session_ids, lambda p: session_columns(goals, d, p), d, span)
+    return _described(scope, session_ids, lambda p: session_columns(goals, d, p), d, spans)
 
 
 def _goal_session_columns(d: Dialect, p: Params) -> str:
@@ -170,15 +177,15 @@ def _goal_session_columns(d: Dialect, p: Params) -> str:
     return ",\n    ".join(columns)
 
 
-def build_goal_session_rows_query(scope: Scope, session_ids: Sequence[str], span: Span, d: Dialect) -> Query:
+def build_goal_session_rows_query(scope: Scope, session_ids: Sequence[str], spans: Sequence[Span], d: Dialect) -> Query:
     """One described row per session of ``session_ids`` (a page of ``goals.build_goal_sessions_query``, whose
-    ``page_span`` is ``span``) over its in-window rows, newest end first: the goal-session fields of ``api-spec.md``.
+    ``page_spans`` are ``spans``) over its in-window rows, newest end first: the goal-session fields of ``api-spec.md``.
     """
-    return _described(scope, session_ids, lambda p: _goal_session_columns(d, p), d, span)
+    return _described(scope, session_ids, lambda p: _goal_session_columns(d, p), d, spans)
 
 
 def _described(
-    scope: Scope, session_ids: Sequence[str], columns: Callable[[Params], str], d: Dialect, span: Span | None
+    scope: Scope, session_ids: Sequence[str], columns: Callable[[Params], str], d: Dialect, spans: Sequence[Span] | None
 ) -> Query:
     """``columns`` of each session of ``session_ids`` over its in-window rows (bounded as ``build_session_rows_query``
     says), newest end first."""
@@ -188,8 +195,8 @@ def _described(
     ids = ", ".join(values) or "NULL"
     described = columns(p)
     rows = qualified_rows(scope, p, d)
-    if span is not None:
-        rows += f" AND {span_condition(span, d, p)}"
+    if spans is not None:
+        rows += f" AND ({within_spans(spans, d, p)})"
     elif d.session_facts:
         rows += f" AND {stored_span(scope.site_ids, values, p)}"
     body = f"SELECT session_id,\n    {described}\n  {rows} AND session_id IN ({ids})\n  GROUP BY session_id"

@@ -23,7 +23,7 @@ from api_backend.query.goals import (
     build_goal_sessions_stored_query,
 )
 from api_backend.query.paging import parse_page
-from api_backend.query.sessions import build_goal_session_rows_query, page_span
+from api_backend.query.sessions import build_goal_session_rows_query, page_spans
 from api_backend.routes.read_params import ReadQuery
 from api_backend.services import Services
 from api_backend.store.models import Goal
@@ -179,7 +179,7 @@ def goal_sessions(
     listed = [r for r in rows if r["rn"] is not None]
     if not listed:
         return {"data": [], "totalCount": total}
-    query = build_goal_session_rows_query(scope, [r["session_id"] for r in listed], page_span(listed), d)
+    query = build_goal_session_rows_query(scope, [r["session_id"] for r in listed], page_spans(listed), d)
     described = reader.rows(query, scope, version=version)
     by_id = {r["session_id"]: r for r in described}
     # In the page's order; a session whose events left meanwhile (its site deleted) is left out.

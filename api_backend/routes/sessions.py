@@ -19,7 +19,7 @@ from api_backend.query.sessions import (
     build_session_rows_query,
     build_timeline_query,
     build_user_query,
-    page_span,
+    page_spans,
 )
 from api_backend.query.window import Window
 from api_backend.routes.read_params import ReadQuery, WindowQuery
@@ -63,7 +63,7 @@ def _described_page(
     if not listed:
         return [], total
     ids = [r["session_id"] for r in listed]
-    query = build_session_rows_query(scope, ids, goals, services.reader.dialect, span=page_span(listed))
+    query = build_session_rows_query(scope, ids, goals, services.reader.dialect, spans=page_spans(listed))
     rows = services.reader.rows(query, scope, version=version)
     return [session_json(r) for r in rows], total
 

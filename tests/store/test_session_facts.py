@@ -14,7 +14,7 @@ import pytest
 
 from api_backend.ingest.sessions import new_session_id
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
-from api_backend.query.facts import FACTS_MIN_EVENTS, merge_spans
+from api_backend.query.facts import FACTS_MIN_EVENTS, MAX_SPANS, joined_spans, merge_spans
 from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
 from api_backend.query.goals import (
     GoalSpec,
@@ -36,6 +36,7 @@ from api_backend.query.sessions import (
     build_session_page_query,
     build_session_rows_query,
     build_timeline_query,
+    page_spans,
 )
 from api_backend.query.sql import Query
 from api_backend.query.window import Window
@@ -385,13 +386,35 @@ def test_facts014_a_page_of_sessions_from_the_table_equals_the_event_grouping(se
     unbounded = build_session_rows_query(scope, ids, [], NO_FACTS)
     assert "FROM sessions" not in unbounded.sql
     assert_same(run(store, bounded), run(store, unbounded), (scope, ids))
-    # The same bounded by the page's span, its earliest start and latest end, as the sessions list reads it.
+    # The same bounded by the page's spans, each session's start to its end, as the sessions list reads it.
     if ids:
         listed = [r for r in page if r["session_id"] is not None]
-        span = (min(r["session_start"] for r in listed), max(r["session_end"] for r in listed))
-        by_span = build_session_rows_query(scope, ids, [], DUCKDB, span=span)
-        assert "FROM sessions" not in by_span.sql
-        assert_same(run(store, by_span), run(store, unbounded), (scope, ids, span))
+        spans = page_spans(listed)
+        assert spans == joined_spans((r["session_start"], r["session_end"]) for r in listed)
+        by_spans = build_session_rows_query(scope, ids, [], DUCKDB, spans=spans)
+        assert "FROM sessions" not in by_spans.sql
+        assert_same(run(store, by_spans), run(store, unbounded), (scope, ids, spans))
+
+
+def test_facts039_a_pages_spans_are_its_sessions_own_joined_where_they_overlap():
+    """A page's sessions are read within their own spans: sessions days apart keep a span each, overlapping ones
+    share one, and past ``MAX_SPANS`` the nearest are joined, so every session stays inside a span."""
+    day = datetime(2026, 3, 1)
+
+    def row(start_hours: float, hours: float) -> dict[str, Any]:
+        start = day + timedelta(hours=start_hours)
+        return {"session_start": start, "session_end": start + timedelta(hours=hours)}
+
+    apart = [row(0, 1), row(24 * 9, 2), row(24 * 20, 0.5)]
+    assert page_spans(apart) == [(r["session_start"], r["session_end"]) for r in apart]
+    assert page_spans([row(0, 2), row(1, 2), row(24, 1)]) == [
+        (day, day + timedelta(hours=3)),
+        (day + timedelta(hours=24), day + timedelta(hours=25)),
+    ]
+    many = [row(5 * i, 1) for i in range(MAX_SPANS + 8)]
+    spans = page_spans(many)
+    assert len(spans) == MAX_SPANS
+    assert all(any(lo <= r["session_start"] and r["session_end"] <= hi for lo, hi in spans) for r in many)
 
 
 def test_facts027_one_session_read_between_its_stored_first_and_last_event_equals_the_unbounded_read(seeded):
