@@ -576,7 +576,8 @@ def span_condition(span: Span, d: Dialect, p: Params) -> str:
 
 
 def within_spans(spans: Sequence[Span], d: Dialect, p: Params) -> str:
-    """``timestamp`` within one of ``spans`` (``span_condition`` each; false with none)."""
+    """``timestamp`` within one of ``spans`` (``span_condition`` each; false with none). Unlike ``spans_condition``
+    its bounds carry the dialect's day hints, which ClickHouse skips whole days by (``Dialect.time_bound``)."""
     return " OR ".join(f"({span_condition(span, d, p)})" for span in spans) or "false"
 
 
