@@ -241,17 +241,18 @@ def seed_command(args: argparse.Namespace) -> dict[str, Any]:
         print(f"seeding with a DuckDB memory limit of {limit} (SITELENS_DUCKDB_MEMORY_LIMIT sets it)", file=sys.stderr)
     bar = ProgressBar(args.events)
     try:
-        inserted = write_events(
-            services.writer,
-            site.site_id,
-            args.events,
-            days=args.days,
-            seed=args.seed,
-            now=args.now,
-            domain=site.domain,
-            error_messages=args.error_messages,
-            progress=bar.update,
-        )
+        with services.events.bulk_load():
+            inserted = write_events(
+                services.writer,
+                site.site_id,
+                args.events,
+                days=args.days,
+                seed=args.seed,
+                now=args.now,
+                domain=site.domain,
+                error_messages=args.error_messages,
+                progress=bar.update,
+            )
     finally:
         bar.close()
         services.close()

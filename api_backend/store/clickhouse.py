@@ -27,7 +27,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -467,6 +467,10 @@ class ClickHouseEventStore:
             return self._writes_begun
 
     # -- EventStore -----------------------------------------------------------------------------------------------
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """Nothing to hold back: the views keep the sessions and goal rows as the events arrive."""
+        return nullcontext()
 
     def append(self, table: pa.Table, *, log_seq: int | None = None) -> int:
         """Insert ``table`` (``EVENT_SCHEMA``) as one Arrow block, then record ``log_seq`` as applied.

@@ -9,6 +9,7 @@ them constantly.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -201,6 +202,11 @@ class EventStore(Protocol):
 
     def store_goal_bits(self, site_id: int, goals: Sequence[GoalSpec]) -> None:
         """Keep the bits of the site's ``goals`` (all of them) in its sessions, where the store can; may take long."""
+        ...
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A context for appending many events by one job (``sitelens seed``): upkeep the store does every so many
+        appends for its readers may wait for the end of it."""
         ...
 
     def close(self) -> None:

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeAlias
@@ -370,6 +371,10 @@ class VisibleEventStore:
         """Keep the bits of the site's goals in its sessions, the acknowledged events' ones included."""
         self._writer.wait_visible()
         self._store.store_goal_bits(site_id, goals)
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """The store's ``bulk_load`` (appends go through the writer's thread meanwhile)."""
+        return self._store.bulk_load()
 
     def write_stamp(self) -> int | None:
         """The store's ``write_stamp`` (no wait: it is read around a read)."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from api_backend.commands import bulk_memory_limit, usable_memory
-from api_backend.store.duckdb import DuckDBEventStore
+from api_backend.store.duckdb import CHAIN_ROWS, DuckDBEventStore
 from api_backend.store.events import EVENT_TYPES
 from tests.cli.test_cli import assert_fails, cli_env, ok_json, run_cli
 
@@ -228,3 +228,51 @@ def test_cliseed009_usable_memory_is_the_lower_of_machine_and_control_group(tmp_
     assert usable_memory([missing, limited]) == min(machine, 2 * 1000**3)
     assert bulk_memory_limit({}, usable_memory([limited])) == "1000MB"  # a 2GB container keeps the server's limit
     assert usable_memory() is not None
+
+
+_SEED_THEN_LOOKUPS = """
+import sys
+from api_backend.store import duckdb as duckdb_module
+from sitelens.cli import main
+lookups = []
+look_up = duckdb_module.DuckDBEventStore._look_up_chains
+def counting(self):
+    lookups.append(self._unchained_rows)
+    look_up(self)
+duckdb_module.DuckDBEventStore._look_up_chains = counting
+assert main(sys.argv[1:]) == 0
+print(lookups)
+"""
+
+
+def test_cliseed010_seeding_looks_the_chains_up_once_at_its_end(tmp_path: Path) -> None:
+    """A seed folding more than ``CHAIN_ROWS`` events looks its sessions' chains up once, when it ends (``bulk_load``),
+    not every ``CHAIN_ROWS``: the stored table has every chain, as a store given the same events at once has."""
+    data_dir = tmp_path / "data"
+    site = make_site(data_dir)
+    events = 2 * CHAIN_ROWS + 50_000
+    result = subprocess.run(
+        [sys.executable, "-c", _SEED_THEN_LOOKUPS, "seed", "--site", str(site["siteId"]), "--events", str(events)]
+        + ["--seed", "10", "--now", NOW],
+        env=cli_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == f'{{"inserted": {events}}}'
+    assert lines[1] == repr([events])  # one lookup, of every event the seed folded
+    store = DuckDBEventStore(data_dir / "events.duckdb")
+    try:
+        assert store.query("SELECT count(*) FROM sessions_pending") == [(0,)]
+        assert store.query("SELECT count(*) FROM sessions WHERE prev_first_seen IS NULL") == [(0,)]
+        stored = store.query("SELECT session_id, prev_first_seen FROM sessions ORDER BY session_id")
+        fresh = DuckDBEventStore(":memory:")
+        fresh.append(store._con.sql("SELECT * FROM events").to_arrow_table())
+        fresh.chain_sessions()
+        assert stored == fresh.query("SELECT session_id, prev_first_seen FROM sessions ORDER BY session_id")
+        fresh.close()
+    finally:
+        store.close()

@@ -1115,6 +1115,37 @@ def test_facts038_a_chain_lookup_that_fails_after_a_commit_refuses_nothing_and_r
     assert session_rows(store) == rebuilt(rows)  # looked up
 
 
+def test_facts040_a_bulk_load_looks_the_chains_up_once_at_its_end(monkeypatch):
+    """Inside ``bulk_load`` no lookup runs however many events are folded, and reads stay exact meanwhile; its end
+    runs the one lookup held back, also when the load ends with an error. Outside it the lookups run as before."""
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 100)
+    monkeypatch.setattr(duckdb_module, "CHAIN_ROWS", 100)
+    rows = random_events(random.Random(40), 200)
+    assert len(rows) > 700
+    store = DuckDBEventStore(":memory:")
+    lookups = []
+    look_up = store._look_up_chains
+    monkeypatch.setattr(store, "_look_up_chains", lambda: lookups.append(1) or look_up())
+    unknown = "SELECT count(*) FROM sessions WHERE prev_first_seen IS NULL"
+    scope = Scope((1,), Window(START, START + timedelta(days=DAYS), "UTC", mode="date"))
+    with store.bulk_load():
+        for part in range(0, 400, 100):
+            store.append(rows_to_table(rows[part : part + 100]))
+        assert lookups == []
+        assert store.query(unknown)[0][0] == store.query("SELECT count(*) FROM sessions")[0][0] > 0
+        facts, events = build_overview_query(scope, DUCKDB), build_overview_events_query(scope, DUCKDB)
+        assert_same(run(store, facts), run(store, events), scope)
+    assert lookups == [1] and store.query(unknown) == [(0,)]
+
+    with pytest.raises(RuntimeError, match="part-way"), store.bulk_load():
+        store.append(rows_to_table(rows[400:550]))
+        raise RuntimeError("the load stops part-way")
+    assert lookups == [1, 1] and store.query(unknown) == [(0,)]
+    store.append(rows_to_table(rows[550:]))  # outside a load, a lookup every ``CHAIN_ROWS`` again
+    assert lookups == [1, 1, 1] and store.query(unknown) == [(0,)]
+    assert session_rows(store) == rebuilt(rows)
+
+
 def test_facts018_pending_events_outlive_a_restart_and_are_folded_once(tmp_path):
     rows = random_events(random.Random(18), 100)
     store = DuckDBEventStore(tmp_path / "events.duckdb")
