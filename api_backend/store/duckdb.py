@@ -115,8 +115,8 @@ CHECKPOINT_WAL_BYTES = 256 * 2**20
 # once folds have brought this many events since the last lookup: the lookup reads the users of every stored session
 # (0.4-0.8 s at 26M sessions, so 2-4 us per event folded), while reads take the users of the unknown ones one by one,
 # as they take the edge sessions'. Those stay below the sessions of this many events. A bulk load (``bulk_load``)
-# looks them up once at its end instead: at 100M events the lookups every 200,000 events took 62 s of a seeding
-# (0.1 s each at first, 0.9 s near the end), the one lookup of every session 14 s.
+# looks them up once at its end instead: in a seeding of 100M events the lookups every 200,000 events took 62 s in
+# all (0.1 s each at first, 0.9 s near the end), the one lookup of every session 14-18 s.
 CHAIN_ROWS = 200_000
 # The rows ``error_events`` copies.
 _ERROR_ROWS = "type = 'error'"
