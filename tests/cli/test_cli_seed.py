@@ -38,6 +38,21 @@ def seed(data_dir: Path, site: int | str, *args: str):
     return run_cli(data_dir, "seed", "--site", str(site), *args)
 
 
+def run_script(script: str, data_dir: Path, *args: str, **env: str) -> tuple[list[str], str]:
+    """Run ``script`` (which calls the command's entry point with ``args``) on ``data_dir``: its stdout lines and
+    stderr, once it exited 0."""
+    result = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env=cli_env(data_dir, **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines(), result.stderr
+
+
 def test_cliseed001_inserts_exactly_n_realistic_events(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     site = make_site(data_dir)
@@ -139,16 +154,7 @@ def test_cliseed006_seeding_runs_without_transparent_huge_pages(tmp_path: Path) 
     site = make_site(data_dir)
 
     def run(*args: str) -> list[str]:
-        result = subprocess.run(
-            [sys.executable, "-c", _SEED_THEN_REPORT, *args],
-            env=cli_env(data_dir),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert result.returncode == 0, result.stderr
-        return result.stdout.strip().splitlines()
+        return run_script(_SEED_THEN_REPORT, data_dir, *args)[0]
 
     seeded = run("seed", "--site", str(site["siteId"]), "--events", "2000", "--seed", "3", "--now", NOW)
     assert seeded == ['{"inserted": 2000}', "0"]
@@ -179,16 +185,7 @@ def test_cliseed007_seeding_takes_a_share_of_the_machines_memory(tmp_path: Path)
     site = make_site(data_dir)
 
     def run(**env: str) -> tuple[list[str], str]:
-        result = subprocess.run(
-            [sys.executable, "-c", _SEED_THEN_LIMITS, "seed", "--site", str(site["siteId"]), "--events", "2000"],
-            env=cli_env(data_dir, **env),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert result.returncode == 0, result.stderr
-        return result.stdout.strip().splitlines(), result.stderr
+        return run_script(_SEED_THEN_LIMITS, data_dir, "seed", "--site", str(site["siteId"]), "--events", "2000", **env)
 
     expected = bulk_memory_limit({}, usable_memory())
     assert expected is not None and 1000 <= int(expected.removesuffix("MB")) <= 4000
@@ -251,17 +248,9 @@ def test_cliseed010_seeding_looks_the_chains_up_once_at_its_end(tmp_path: Path) 
     data_dir = tmp_path / "data"
     site = make_site(data_dir)
     events = 2 * CHAIN_ROWS + 50_000
-    result = subprocess.run(
-        [sys.executable, "-c", _SEED_THEN_LOOKUPS, "seed", "--site", str(site["siteId"]), "--events", str(events)]
-        + ["--seed", "10", "--now", NOW],
-        env=cli_env(data_dir),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    lines, _ = run_script(
+        _SEED_THEN_LOOKUPS, data_dir, "seed", "--site", str(site["siteId"]), "--events", str(events), "--seed", "10"
     )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.strip().splitlines()
     assert lines[0] == f'{{"inserted": {events}}}'
     assert lines[1] == repr([events])  # one lookup, of every event the seed folded
     store = DuckDBEventStore(data_dir / "events.duckdb")
