@@ -23,9 +23,9 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeAlias
@@ -372,9 +372,13 @@ class VisibleEventStore:
         self._writer.wait_visible()
         self._store.store_goal_bits(site_id, goals)
 
-    def bulk_load(self) -> AbstractContextManager[None]:
-        """The store's ``bulk_load`` (appends go through the writer's thread meanwhile)."""
-        return self._store.bulk_load()
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """The store's ``bulk_load``, left once the store holds every row acknowledged in it: rows acknowledged from
+        the event log (a small last submission) may not be in the store yet when the load's writes return."""
+        with self._store.bulk_load():
+            yield
+            self._writer.wait_visible()
 
     def write_stamp(self) -> int | None:
         """The store's ``write_stamp`` (no wait: it is read around a read)."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from api_backend.commands import bulk_memory_limit, usable_memory
-from api_backend.store.duckdb import CHAIN_ROWS, DuckDBEventStore
+from api_backend.store.duckdb import DuckDBEventStore
 from api_backend.store.events import EVENT_TYPES
 from tests.cli.test_cli import assert_fails, cli_env, ok_json, run_cli
 
@@ -229,8 +229,11 @@ def test_cliseed009_usable_memory_is_the_lower_of_machine_and_control_group(tmp_
 
 _SEED_THEN_LOOKUPS = """
 import sys
+from api_backend import seed
 from api_backend.store import duckdb as duckdb_module
 from sitelens.cli import main
+seed.generate_events.__kwdefaults__["chunk_rows"] = 20_000  # several commits, each folding its chunk
+duckdb_module.CHAIN_ROWS = 1_000  # each of which would look the chains up
 lookups = []
 look_up = duckdb_module.DuckDBEventStore._look_up_chains
 def counting(self):
@@ -243,11 +246,12 @@ print(lookups)
 
 
 def test_cliseed010_seeding_looks_the_chains_up_once_at_its_end(tmp_path: Path) -> None:
-    """A seed folding more than ``CHAIN_ROWS`` events looks its sessions' chains up once, when it ends (``bulk_load``),
-    not every ``CHAIN_ROWS``: the stored table has every chain, as a store given the same events at once has."""
+    """A seed whose commits each fold more than ``CHAIN_ROWS`` events looks its sessions' chains up once, when it
+    ends (``bulk_load``), not after each commit: the stored table has every chain, as a store given the same events
+    at once has."""
     data_dir = tmp_path / "data"
     site = make_site(data_dir)
-    events = 2 * CHAIN_ROWS + 50_000
+    events = 60_000  # the last chunk, 19,998 events, is acknowledged from the event log: the load waits for it too
     lines, _ = run_script(
         _SEED_THEN_LOOKUPS, data_dir, "seed", "--site", str(site["siteId"]), "--events", str(events), "--seed", "10"
     )
