@@ -7,6 +7,7 @@ import time
 from datetime import datetime, timedelta
 from urllib.parse import parse_qsl
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -332,3 +333,30 @@ def test_seed019_hex_strings_are_the_drawn_bytes_in_hex(monkeypatch: pytest.Monk
         drawn = np.random.default_rng(8).integers(0, 256, size=(k, nbytes), dtype=np.uint8)
         strings = seed._hex_strings(np.random.default_rng(8), k, nbytes, prefix=prefix)
         assert strings.to_pylist() == [prefix.decode() + row.tobytes().hex() for row in drawn]
+
+
+def test_seed020_large_chunks_hold_whole_row_groups_of_sessions() -> None:
+    """Each chunk's sessions fill whole DuckDB row groups, so no checkpoint merges a partial one with full ones."""
+    length = np.random.default_rng(2).integers(1, 8, 600_000)  # 4 events per session on average
+    ends = np.cumsum(length)
+    edges = seed._chunk_edges(length, 1_000_000)
+    step = 2 * seed.ROW_GROUP_ROWS  # a million events hold about 250,000 sessions: the nearest whole is two groups
+    assert edges.tolist() == [0, step, 2 * step, 600_000]
+    # Chunks under half a row group of sessions are cut by events: each ends with the session reaching a multiple.
+    edges = seed._chunk_edges(length, 200_000)
+    assert edges[0] == 0 and edges[-1] == 600_000
+    for k, cut in enumerate(edges[1:-1], start=1):
+        assert ends[cut - 1] >= k * 200_000 > ends[cut - 2]
+
+
+def test_seed021_row_group_rows_is_duckdbs_row_group(tmp_path) -> None:
+    con = duckdb.connect(str(tmp_path / "groups.duckdb"))
+    con.register("incoming", pa.table({"x": np.arange(2 * seed.ROW_GROUP_ROWS + 5)}))
+    con.execute("CREATE TABLE t (x BIGINT)")
+    con.execute("INSERT INTO t SELECT * FROM incoming")  # one insert, as a chunk's sessions are
+    counts = con.execute(
+        "SELECT row_group_id, sum(count) FROM pragma_storage_info('t') WHERE segment_type <> 'VALIDITY' "
+        "GROUP BY row_group_id ORDER BY row_group_id"
+    ).fetchall()
+    assert [count for _, count in counts] == [seed.ROW_GROUP_ROWS, seed.ROW_GROUP_ROWS, 5]
+    con.close()
