@@ -22,7 +22,7 @@ merged (``facts_where_cheaper``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,7 +35,9 @@ from api_backend.query.filters import (
     channel_key,
     compare,
     row_expression,
+    row_inputs,
     session_condition,
+    set_hint,
     user_key,
 )
 from api_backend.query.scope import Scope, site_condition, window_condition
@@ -45,6 +47,7 @@ from api_backend.query.window import Window
 __all__ = [
     "FACTS_MIN_EVENTS",
     "FIRST_SET_PARAMETERS",
+    "FirstWhere",
     "MAX_SPANS",
     "MERGED_SHARE",
     "NO_CUTOFF",
@@ -58,6 +61,7 @@ __all__ = [
     "fact_column",
     "facts_answer",
     "facts_where_cheaper",
+    "first_where_columns",
     "inside_window",
     "joined_spans",
     "merge_spans",
@@ -115,14 +119,43 @@ def pathnames(d: Dialect) -> str:
     return d.distinct_strings("pathname", _PAGEVIEW)
 
 
-def session_aggregates(d: Dialect, p: Params) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class FirstWhere:
+    """A ``sessions`` column holding the ``value`` of a session's earliest event where ``condition`` holds ('' when
+    it holds on none), and ``at``, the column holding that event's time. Both expressions read the event columns
+    ``inputs`` alone; ``hint`` is a cheaper condition on them holding wherever ``condition`` does."""
+
+    column: str
+    at: str
+    value: str
+    condition: str
+    inputs: tuple[str, ...]
+    hint: str
+
+
+def first_where_columns(d: Dialect, p: Params) -> list[FirstWhere]:
+    """The columns of ``sessions`` a session's earliest event where a condition holds gives: the entry page and each
+    ``FIRST_SET_PARAMETERS``' first non-empty value."""
+    columns = [FirstWhere("entry_page", "entry_at", "pathname", _PAGEVIEW, ("pathname", "type"), _PAGEVIEW)]
+    for name in FIRST_SET_PARAMETERS:
+        expr = row_expression(name, d, p)
+        columns.append(FirstWhere(name, f"{name}_at", expr, f"{expr} <> ''", row_inputs(name), set_hint(name)))
+    return columns
+
+
+def session_aggregates(d: Dialect, p: Params, firsts: Sequence[FirstWhere] | None = None) -> list[tuple[str, str]]:
     """``(column, aggregate over a session's events)`` for every ``sessions`` column after ``site_id, session_id``.
 
     The same aggregates as ``filters.session_value`` / ``session_user`` / ``session_channel``, plus the key each
-    value won with, so two partial rows of a session combine into the row of all its events.
+    value won with, so two partial rows of a session combine into the row of all its events. ``firsts`` is
+    ``first_where_columns`` when the caller has it (with its values bound in ``p``).
     """
     user_sort = user_key(d)
     channel_sort = channel_key(d)
+    first: dict[str, str] = {}
+    for column in first_where_columns(d, p) if firsts is None else firsts:
+        first[column.column] = f"coalesce({d.arg_min(column.value, 'timestamp', column.condition)}, '')"
+        first[column.at] = f"min(timestamp) FILTER (WHERE {column.condition})"
     columns = [
         ("first_seen", "min(timestamp)"),
         ("last_seen", "max(timestamp)"),
@@ -131,19 +164,14 @@ def session_aggregates(d: Dialect, p: Params) -> list[tuple[str, str]]:
         ("user_value", d.arg_max(EFFECTIVE_USER, user_sort)),
         ("user_key", f"max({user_sort})"),
         ("users", f"list(DISTINCT {EFFECTIVE_USER})"),
-        ("entry_page", f"coalesce({d.arg_min('pathname', 'timestamp', _PAGEVIEW)}, '')"),
-        ("entry_at", f"min(timestamp) FILTER (WHERE {_PAGEVIEW})"),
+        ("entry_page", first.pop("entry_page")),
+        ("entry_at", first.pop("entry_at")),
         ("exit_page", f"coalesce({d.arg_max('pathname', 'timestamp', _PAGEVIEW)}, '')"),
         ("exit_at", f"max(timestamp) FILTER (WHERE {_PAGEVIEW})"),
         ("channel", d.arg_min("channel", channel_sort)),
         ("channel_key", f"min({channel_sort})"),
     ]
-    for name in FIRST_SET_PARAMETERS:
-        expr = row_expression(name, d, p)
-        is_set = f"{expr} <> ''"
-        columns.append((name, f"coalesce({d.arg_min(expr, 'timestamp', is_set)}, '')"))
-        columns.append((f"{name}_at", f"min(timestamp) FILTER (WHERE {is_set})"))
-    return columns
+    return columns + list(first.items())
 
 
 def fact_column(parameter: str) -> str:

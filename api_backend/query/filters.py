@@ -49,11 +49,13 @@ __all__ = [
     "channel_key",
     "user_key",
     "row_expression",
+    "row_inputs",
     "session_channel",
     "session_condition",
     "session_description",
     "session_user",
     "session_value",
+    "set_hint",
     "validate_regex",
 ]
 
@@ -379,6 +381,32 @@ def parse_filters(text: str | None) -> tuple[Filter, ...]:
     if len(data) > MAX_FILTERS:
         raise InvalidRequestError.for_field("filters", f"at most {MAX_FILTERS} filters")
     return tuple(_parse_one(i, item) for i, item in enumerate(data))
+
+
+# The event columns each computed row expression reads (the others read the column of their name), and a condition on
+# them holding wherever the expression is non-empty, cheaper to test on every event than the expression.
+_ROW_INPUTS = {
+    "browser_version": ("browser", "browser_version"),
+    "operating_system_version": ("operating_system", "operating_system_version"),
+    "dimensions": ("screen_width", "screen_height"),
+}
+_SET_HINT = {
+    "browser_version": "browser_version <> ''",
+    "operating_system_version": "operating_system_version <> ''",
+    "dimensions": "screen_width > 0 AND screen_height > 0",
+    "referrer": "referrer <> ''",
+}
+
+
+def row_inputs(parameter: str) -> tuple[str, ...]:
+    """The event columns ``row_expression`` of ``parameter`` reads (a parameter other than ``prop:<key>``)."""
+    return _ROW_INPUTS.get(parameter, (parameter,))
+
+
+def set_hint(parameter: str) -> str:
+    """A condition on ``row_inputs`` holding on every event where ``row_expression`` of ``parameter`` is non-empty
+    (and maybe on others), cheaper to test."""
+    return _SET_HINT.get(parameter, f"{parameter} <> ''")
 
 
 def row_expression(parameter: str, d: Dialect, p: Params) -> str:

@@ -204,7 +204,7 @@ class DuckDBEventStore:
         filled = not self._has_table("sessions")
         if filled:
             # The fill covers every stored event, so none is left pending.
-            statements = [Query(SESSIONS_DDL), build_sessions_fill(), Query("DELETE FROM sessions_pending")]
+            statements = [Query(SESSIONS_DDL), *build_sessions_fill(), Query("DELETE FROM sessions_pending")]
             self._in_one_transaction(statements)
         else:
             self._add_session_columns()

@@ -67,7 +67,14 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from api_backend.query.dialect import DUCKDB
-from api_backend.query.facts import FIRST_SET_PARAMETERS, pathnames, quarter_hour, session_aggregates, session_key
+from api_backend.query.facts import (
+    FIRST_SET_PARAMETERS,
+    first_where_columns,
+    pathnames,
+    quarter_hour,
+    session_aggregates,
+    session_key,
+)
 from api_backend.query.sql import Params, Query
 from api_backend.store.goal_bits import Registry, fold_mask
 
@@ -168,27 +175,76 @@ def _added_forms(row: str) -> dict[str, str]:
 
 
 def _grouped(source: str, p: Params, registry: Registry | None = None) -> str:
-    """The sessions of ``source`` in the table's columns, with the bits of ``registry``'s goals they complete."""
-    select = ",\n  ".join(f"{agg} AS {name}" for name, agg in session_aggregates(DUCKDB, p))
+    """The sessions of ``source`` in the table's columns, with the bits of ``registry``'s goals they complete, then
+    ``first_later``: whether ``_first_later_update`` must still give the session its ``first_where_columns``.
+
+    Those columns (the entry page and the first non-empty values, 36 of the row's 50 aggregates) are not aggregated
+    one by one. One ``arg_min`` keeps the event columns they read from the session's earliest event, which answers
+    each column whose condition holds there, with the session's first time; and a ``bit_or`` of each column's hint,
+    a cheap test implied by its condition, answers the columns whose condition holds on no event. A session where a
+    hint holds on some event but the condition does not on its first one (a first event without a referrer and a
+    later one with it, say) is flagged for the update, which aggregates its events. On events tied at the session's
+    first time both ways pick any of them.
+
+    ``quarter_hours`` is counted from two lists of the session's quarter-hours, of its events and of its pageviews,
+    instead of a second grouping by session and quarter-hour joined back. Grouping a million seeded events took
+    2.4 s with every column aggregated and the second grouping, 1.3 s so (``bench/analysis.md``).
+    """
+    firsts = first_where_columns(DUCKDB, p)
+    aggregates = session_aggregates(DUCKDB, p, firsts)
+    inputs = list(dict.fromkeys(name for column in firsts for name in column.inputs))
+    hints = " | ".join(f"CASE WHEN {column.hint} THEN {1 << i} ELSE 0 END" for i, column in enumerate(firsts))
+    answered: dict[str, str] = {}
+    for column in firsts:
+        answered[column.column] = f"CASE WHEN {column.condition} THEN {column.value} ELSE '' END AS {column.column}"
+        answered[column.at] = f"CASE WHEN {column.condition} THEN first_seen END AS {column.at}"
+    kept = [(name, agg) for name, agg in aggregates if name not in answered]
+    # The earliest event's columns are unpacked beside the aggregates, under their own names.
+    assert not set(inputs) & ({name for name, _ in kept} | {"hinted", "quarters", "pageview_quarters"})
+    select = ",\n  ".join(f"{agg} AS {name}" for name, agg in kept)
     mask = DUCKDB.bit_or(fold_mask(registry or {}, p))
+    quarter = quarter_hour("timestamp")
     grouped = (
-        f"SELECT site_id, session_id,\n  {select},\n  {SESSION_KEY} AS session_key,\n  {PATHNAMES} AS pathnames,\n"
+        f"SELECT site_id, session_id,\n  {select},\n"
+        f"  arg_min(struct_pack({', '.join(inputs)}), timestamp) AS first_event,\n  bit_or({hints}) AS hinted,\n"
+        f"  list(DISTINCT {quarter}) AS quarters,\n"
+        f"  list({quarter}) FILTER (WHERE type = 'pageview') AS pageview_quarters,\n"
+        f"  {SESSION_KEY} AS session_key,\n  {PATHNAMES} AS pathnames,\n"
         f"  {mask} AS goal_mask\nFROM {source} GROUP BY site_id, session_id"
     )
-    forms = ", ".join(f"{form} AS {name}" for name, form in _user_forms("g").items())
-    # A second grouping of the same rows, by session and quarter-hour; NULL for a session with events before 1970,
-    # whose quarter-hours ``quarter_hour`` does not number.
-    quarters = (
-        "SELECT site_id, session_id, list(struct_pack(q := q, pageviews := pageviews) ORDER BY q) AS quarter_hours "
-        f"FROM (SELECT site_id, session_id, {quarter_hour('timestamp')} AS q, "
-        f"CAST(count(*) FILTER (WHERE type = 'pageview') AS INTEGER) AS pageviews FROM {source} "
-        "GROUP BY site_id, session_id, q) AS e GROUP BY site_id, session_id"
+    later = " OR ".join(
+        f"((hinted & {1 << i}) <> 0 AND NOT coalesce({column.condition}, false))" for i, column in enumerate(firsts)
     )
+    rows = ", ".join(answered.get(name, name) for name, _ in aggregates)
+    # The pageviews of each quarter-hour with events, counted in the session's list of its pageviews' quarter-hours.
+    counted = "CAST(coalesce(len(list_filter(pageview_quarters, lambda y: y = x)), 0) AS INTEGER)"
+    quarter_hours = f"list_transform(list_sort(quarters), lambda x: struct_pack(q := x, pageviews := {counted}))"
+    answered_rows = (
+        f"SELECT site_id, session_id, {rows}, session_key, pathnames, goal_mask, {later} AS first_later, "
+        f"{quarter_hours} AS quarter_hours FROM (SELECT * EXCLUDE (first_event), first_event.* FROM ({grouped}))"
+    )
+    forms = ", ".join(f"{form} AS {name}" for name, form in _user_forms("g").items())
+    # NULL for a session with events before 1970, whose quarter-hours ``quarter_hour`` does not number.
     return (
-        f"SELECT g.* EXCLUDE (goal_mask), {forms}, g.goal_mask, "
-        "CASE WHEN g.first_seen >= TIMESTAMP '1970-01-01' THEN qh.quarter_hours END AS quarter_hours, "
-        "CAST(NULL AS TIMESTAMP) AS prev_first_seen "
-        f"FROM ({grouped}) AS g JOIN ({quarters}) AS qh ON qh.site_id = g.site_id AND qh.session_id = g.session_id"
+        f"SELECT g.* EXCLUDE (goal_mask, first_later, quarter_hours), {forms}, g.goal_mask, "
+        "CASE WHEN g.first_seen >= TIMESTAMP '1970-01-01' THEN g.quarter_hours END AS quarter_hours, "
+        f"CAST(NULL AS TIMESTAMP) AS prev_first_seen, g.first_later FROM ({answered_rows}) AS g"
+    )
+
+
+def _first_later_update(table: str, source: str) -> Query:
+    """Give the sessions of ``table`` (``_grouped`` of the events of ``source``) flagged ``first_later`` their
+    ``first_where_columns``, each aggregated from their events."""
+    p = Params()
+    firsts = first_where_columns(DUCKDB, p)
+    aggregates = dict(session_aggregates(DUCKDB, p, firsts))
+    names = [name for column in firsts for name in (column.column, column.at)]
+    select = ", ".join(f"{aggregates[name]} AS {name}" for name in names)
+    sets = ", ".join(f"{name} = l.{name}" for name in names)
+    return p.query(
+        f"UPDATE {table} SET {sets} FROM (SELECT site_id, session_id, {select} FROM {source} "
+        f"WHERE (site_id, session_id) IN (SELECT site_id, session_id FROM {table} WHERE first_later) "
+        f"GROUP BY site_id, session_id) AS l WHERE {table}.site_id = l.site_id AND {table}.session_id = l.session_id"
     )
 
 
@@ -255,6 +311,7 @@ def build_sessions_upsert(source: str, registry: Registry | None = None) -> list
     slack = {"slack": OPENED_SLACK}
     return [
         p.query(f"CREATE OR REPLACE TEMP TABLE session_batch AS {_grouped(source, p, registry)}"),
+        _first_later_update("session_batch", source),
         Query(
             "SET VARIABLE sitelens_fold_since = (SELECT CASE WHEN bool_or(opened IS NULL OR listed OR first_seen < "
             f"opened - $slack) THEN NULL ELSE min(opened) - $slack END FROM (SELECT b.first_seen, "
@@ -290,7 +347,7 @@ def build_sessions_upsert(source: str, registry: Registry | None = None) -> list
         ),
         # ``session_batch`` has the table's columns in its order, so a new session is inserted as it is.
         Query(
-            "INSERT INTO sessions SELECT * FROM session_batch AS b "
+            "INSERT INTO sessions SELECT * EXCLUDE (first_later) FROM session_batch AS b "
             f"WHERE NOT EXISTS (SELECT 1 FROM session_match AS m WHERE {same})"
         ),
         *_unchained(),
@@ -442,7 +499,12 @@ def _column_names() -> list[str]:
     return ["site_id", "session_id", *(name for name, _ in session_aggregates(DUCKDB, Params())), *ADDED_COLUMNS]
 
 
-def build_sessions_fill() -> Query:
+def build_sessions_fill() -> list[Query]:
     """Build ``sessions`` from every stored event (an empty table: a database from before the table existed)."""
     p = Params()
-    return p.query(f"INSERT INTO sessions {_grouped('events', p)}")
+    return [
+        p.query(f"CREATE OR REPLACE TEMP TABLE session_batch AS {_grouped('events', p)}"),
+        _first_later_update("session_batch", "events"),
+        Query("INSERT INTO sessions SELECT * EXCLUDE (first_later) FROM session_batch"),
+        Query("DROP TABLE session_batch"),
+    ]

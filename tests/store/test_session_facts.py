@@ -14,7 +14,14 @@ import pytest
 
 from api_backend.ingest.sessions import new_session_id
 from api_backend.query.dialect import CLICKHOUSE, DUCKDB, Dialect
-from api_backend.query.facts import FACTS_MIN_EVENTS, MAX_SPANS, joined_spans, merge_spans
+from api_backend.query.facts import (
+    FACTS_MIN_EVENTS,
+    MAX_SPANS,
+    first_where_columns,
+    joined_spans,
+    merge_spans,
+    session_aggregates,
+)
 from api_backend.query.filters import SESSION_PARAMETERS, parse_filters
 from api_backend.query.goals import (
     GoalSpec,
@@ -38,7 +45,7 @@ from api_backend.query.sessions import (
     build_timeline_query,
     page_spans,
 )
-from api_backend.query.sql import Query
+from api_backend.query.sql import Params, Query
 from api_backend.query.window import Window
 from api_backend.query.zones import constant_offset, quarter_hours_align
 from api_backend.store import duckdb as duckdb_module
@@ -250,6 +257,90 @@ def test_facts001_the_table_holds_what_one_grouping_of_all_events_gives(seeded):
     store, rows = seeded
     assert session_rows(store) == rebuilt(rows)
     assert store.query("SELECT count(*), sum(events) FROM sessions")[0] == (1500, len(rows))
+
+
+def first_where_rows(store: DuckDBEventStore) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The table's ``first_where_columns`` and what each column's own aggregate gives over all the stored events."""
+    p = Params()
+    firsts = first_where_columns(DUCKDB, p)
+    aggregates = dict(session_aggregates(DUCKDB, p, firsts))
+    names = [name for column in firsts for name in (column.column, column.at)]
+    select = ", ".join(f"{aggregates[name]} AS {name}" for name in names)
+    order = "ORDER BY site_id, session_id"
+    grouped = f"SELECT site_id, session_id, {select} FROM events GROUP BY site_id, session_id {order}"
+    want = store.query(grouped, p.values)
+    return store.query(f"SELECT site_id, session_id, {', '.join(names)} FROM sessions {order}"), want
+
+
+def test_facts041_first_values_equal_each_columns_own_aggregate_where_they_first_hold_later(seeded):
+    """The entry page and the first non-empty values come from a session's first event where it answers them and
+    from each column's own aggregate where their condition first holds on a later event; either way they are what
+    each column's own aggregate gives over all the session's events."""
+    store, _ = seeded
+    got, want = first_where_rows(store)
+    assert got == want
+    # The data has sessions of each kind: answered by the first event, holding first on a later one, on none.
+    for at in ("entry_at", "country_at", "device_type_at", "referrer_at", "utm_source_at"):
+        kinds = store.query(
+            f"SELECT count(*) FILTER (WHERE {at} = first_seen), count(*) FILTER (WHERE {at} > first_seen), "
+            f"count(*) FILTER (WHERE {at} IS NULL) FROM sessions"
+        )[0]
+        assert all(kinds), (at, kinds)
+
+
+# What each event of ``test_facts042`` picks its columns from: set or empty, and referrers whose host is empty or
+# holds only ``www.``.
+FIRST_WHERE_CHOICES: dict[str, tuple[Any, ...]] = {
+    "type": ("pageview", "custom_event", "error"),
+    "pathname": ("/", "/pricing", "/blog/a"),
+    "browser": ("", "Chrome"),
+    "browser_version": ("", "120.0"),
+    "operating_system": ("", "Linux"),
+    "operating_system_version": ("", "6.1"),
+    "device_type": ("", "mobile"),
+    "language": ("", "de-DE"),
+    "country": ("", "DE"),
+    "region": ("", "DE-BE"),
+    "city": ("", "Berlin"),
+    "screen_width": (0, 1920),
+    "screen_height": (0, 1080),
+    "hostname": ("", "example.com"),
+    "referrer": ("", "", "?", "https://www./x", "https://WWW.Example.org/a", "android-app://com.example/"),
+    "utm_source": ("", "news"),
+    "utm_medium": ("", "email"),
+    "utm_campaign": ("", "launch"),
+    "utm_term": ("", "analytics"),
+    "utm_content": ("", "banner"),
+}
+
+
+def test_facts042_every_first_where_column_is_exact_whichever_event_first_sets_its_inputs(monkeypatch):
+    """Each column the earliest event answers, on events setting or leaving empty each of its inputs at random
+    (events in random batches, folded often): the table holds what each column's own aggregate gives; each column
+    has sessions answered by their first event, by a later one and by none; and each hint holds wherever its
+    condition does."""
+    rng = random.Random(42)
+    rows = []
+    for n in range(400):
+        at = START + timedelta(seconds=rng.randrange(DAYS * 86400))
+        for _ in range(rng.randrange(1, 7)):
+            row = {name: rng.choice(choices) for name, choices in FIRST_WHERE_CHOICES.items()}
+            rows.append({"site_id": 1, "timestamp": at, "session_id": f"s{n}", "user_id": "visitor-1", **row})
+            at += timedelta(seconds=rng.randrange(1, 600))
+    store = DuckDBEventStore(":memory:")
+    monkeypatch.setattr(duckdb_module, "FOLD_ROWS", 50)
+    append_shuffled(store, rows, rng)
+    got, want = first_where_rows(store)
+    assert got == want
+    p = Params()
+    for column in first_where_columns(DUCKDB, p):
+        first, later, none, unhinted = store.query(
+            f"SELECT count(*) FILTER (WHERE {column.at} = first_seen), "
+            f"count(*) FILTER (WHERE {column.at} > first_seen), count(*) FILTER (WHERE {column.at} IS NULL), "
+            f"(SELECT count(*) FROM events WHERE {column.condition} AND NOT ({column.hint})) FROM sessions",
+            {k: v for k, v in p.values.items() if f"${k}" in column.condition},
+        )[0]
+        assert first and later and none and not unhinted, (column.column, first, later, none, unhinted)
 
 
 @pytest.mark.parametrize("seed", range(40))
