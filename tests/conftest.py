@@ -35,13 +35,22 @@ _spread_dash_ports()
 
 
 def _patient_browser_waits() -> None:
-    """``dash_duo.wait_for_*`` waits ``patient(timeout)`` like ``wait_until``: load only makes them slower."""
+    """``dash_duo.wait_for_*`` waits ``patient(timeout)`` like ``wait_until``: load only makes them slower.
+
+    A wait that runs out says what the page was doing instead (``page_report``).
+    """
     from dash.testing.browser import Browser
+    from selenium.common.exceptions import TimeoutException
+
+    from tests.support.dashboard import page_report
 
     wait_for = Browser._wait_for
 
     def _wait_for(self, method, timeout, msg):
-        return wait_for(self, method, patient(timeout if timeout is not None else self._wait_timeout), msg)
+        try:
+            return wait_for(self, method, patient(timeout if timeout is not None else self._wait_timeout), msg)
+        except TimeoutException as late:
+            raise TimeoutException(f"{late.msg}; {page_report(self)}") from late
 
     Browser._wait_for = _wait_for
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from tests.support import PASSWORD, patient, wait_until
@@ -159,12 +160,53 @@ def panel_shows(dash_duo, parameter: str, text: str, timeout: float = 15) -> Non
         cards = dash_duo.driver.execute_script(
             "return Array.from(document.querySelectorAll('.overview-panel')).map(c => c.innerText.slice(0, 300));"
         )
+        held = f"the panels held {cards}"
+        raise AssertionError(f"{selector} never listed {text!r}; {held}; {page_report(dash_duo)}") from None
+
+
+def page_report(dash_duo) -> str:
+    """What a page that never showed what a test waited for was doing: its address and text, the callbacks still
+    pending, what the browser logged, and where this process's threads were inside sitelens (the API and the
+    dashboard tests serve from threads of the test process), so a failure tells a lost update from a server that
+    never answered."""
+    parts = []
+    try:
+        driver = dash_duo.driver
+        text = driver.execute_script("return document.body ? document.body.innerText : '';") or ""
+        parts.append(f"at {driver.current_url}")
+        parts.append(f"the page showed {' '.join(text.split())[:400]!r}")
         pending = [(r.get("status"), str(r.get("output"))[:80]) for r in (dash_duo.redux_state_rqs or [])]
+        parts.append(f"pending callbacks {pending}")
         logs = [e.get("message", "")[:300] for e in dash_duo.get_logs() or [] if e.get("level") == "SEVERE"]
-        raise AssertionError(
-            f"{selector} never listed {text!r}; the panels held {cards}; pending callbacks {pending}; "
-            f"browser errors {logs}"
-        ) from None
+        parts.append(f"browser errors {logs}")
+    except Exception as failed:  # the browser itself may be what went wrong
+        parts.append(f"the browser did not answer ({type(failed).__name__}: {failed})")
+    parts.append(f"threads inside sitelens {busy_threads()}")
+    return "; ".join(parts)
+
+
+def busy_threads() -> list[str]:
+    """Each thread of this process that is inside sitelens code: its name, the innermost sitelens frame and the
+    frame it waits in."""
+    import sys
+    import threading
+
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    found = []
+    for ident, frame in sys._current_frames().items():
+        if ident == threading.get_ident():
+            continue
+        innermost = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno} {frame.f_code.co_name}"
+        ours = None
+        walk = frame
+        while walk is not None and ours is None:
+            path = walk.f_code.co_filename
+            if any(f"/{package}/" in path for package in ("api_backend", "dashboard", "api_client")):
+                ours = f"{Path(path).parent.name}/{Path(path).name}:{walk.f_lineno} {walk.f_code.co_name}"
+            walk = walk.f_back
+        if ours is not None:
+            found.append(f"{names.get(ident, ident)}: {ours} (in {innermost})")
+    return found
 
 
 def callback_payload(
