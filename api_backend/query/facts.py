@@ -74,6 +74,7 @@ __all__ = [
     "session_aggregates",
     "session_key",
     "selects_by_events",
+    "seal_left_open",
     "sessions_relation",
     "spans_condition",
     "stored_span",
@@ -208,6 +209,7 @@ def sessions_relation(
     stored: Sequence[str] | None = None,
     part: str | None = None,
     seals: str = "",
+    window: Window | None = None,
 ) -> str:
     """What reads name ``sessions``: the table, or where it holds partial rows (``Dialect.merged_sessions``) one row
     per session of ``site_ids``, with the columns reads use under the names DuckDB's table gives them.
@@ -220,7 +222,9 @@ def sessions_relation(
     takes: the engine then resolves those alone. ``part`` (with a seal only) keeps the ``"sealed"`` rows, with their
     ``goal_mask`` too, or the ``"open"`` ones; ``"reopened"`` keeps instead the sealed rows of sessions open since
     (which the relation takes from ``sessions``), as they were sealed. ``seals``: a condition on the sealed rows'
-    ``seal`` they must meet.
+    ``seal`` they must meet. ``window``: that of a read taking only sessions first seen by its end (its whole and
+    edge sessions); where no session of the seal's later parts can be one of those (``seal_left_open``), only the
+    sealed rows first seen before ``open_from`` are read, and an ``"open"`` or ``"reopened"`` part is empty.
     """
     if not d.merged_sessions:
         return "sessions"
@@ -241,6 +245,10 @@ def sessions_relation(
         f"SELECT {sealed_columns} FROM sealed_sessions WHERE generation = {generation} AND {sites}{sealed_by} "
         "AND first_seen"
     )
+    if window is not None and not _open_in_window(window, sealed):
+        if part in ("open", "reopened"):
+            return f"({rows} < {open_from} AND false) AS sessions"
+        return f"({rows} < {open_from}) AS sessions"
     merged = _merged_sessions(d, stored, f"{sites} AND session_id IN ({opened})")
     parts = [
         f"{rows} < {open_from}",
@@ -251,6 +259,21 @@ def sessions_relation(
         return f"({rows} >= {open_from} AND session_id IN ({opened})) AS sessions"
     chosen = parts[:2] if part == "sealed" else parts[2:] if part == "open" else parts
     return f"({' UNION ALL '.join(chosen)}) AS sessions"
+
+
+def seal_left_open(scope: Scope, d: Dialect) -> bool:
+    """Whether a read of ``scope``'s whole and edge sessions bound to the seal ``d.sealed`` can meet a session the
+    seal left open, or a sealed one first seen from its ``open_from`` on (``sessions_relation``): not where the window
+    ends before ``open_from``, as a window of past days does."""
+    return d.sealed is None or _open_in_window(scope.window, d.sealed)
+
+
+def _open_in_window(window: Window, sealed: SealedRead) -> bool:
+    """``seal_left_open`` for ``window``. Each of a window's whole and edge sessions is first seen by its end, and
+    every session first seen before ``open_from`` is among the sealed rows read whole; the second between the two
+    keeps the engine's millisecond times clear of the edge. Finding those later parts empty costs a read of the
+    open sessions' rows and a set of their ids: 20-45 ms at 10M events (``bench/analysis.md``)."""
+    return window.end is None or window.end + timedelta(seconds=1) > sealed.open_from
 
 
 def _open_columns(d: Dialect, stored: Sequence[str] | None) -> str:
@@ -453,7 +476,7 @@ def whole_sessions(scope: Scope, columns: str, d: Dialect, p: Params, part: str 
             where.append(compare(_COLUMN[f.parameter], f.type, f.values, d, p))
         else:
             where.append(_any_event(f, scope, d, p))
-    relation = sessions_relation(d, p, scope.site_ids, part=part, seals=seals)
+    relation = sessions_relation(d, p, scope.site_ids, part=part, seals=seals, window=w)
     return f"SELECT {columns} FROM {relation} WHERE {' AND '.join(where)}"
 
 
@@ -486,7 +509,8 @@ def ending_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str | 
     keeps them (whole); None for a window without an end."""
     if scope.window.end is None:
         return None
-    return f"SELECT {columns} FROM {sessions_relation(d, p, scope.site_ids)} WHERE {_crossing_end(scope, p)}"
+    relation = sessions_relation(d, p, scope.site_ids, window=scope.window)
+    return f"SELECT {columns} FROM {relation} WHERE {_crossing_end(scope, p)}"
 
 
 def edge_sessions(scope: Scope, columns: str, d: Dialect, p: Params) -> str:
@@ -530,7 +554,8 @@ def _merged_edge_rows(scope: Scope, crossing: list[tuple[str, str]], d: Dialect,
     # One scalar subquery, written once and named, over the four columns it reads: the engine spent time resolving
     # each copy and each column. On a store of 600 sessions (the slower machine), the overview's table form 83 ->
     # 55 ms and a page of sessions 92 -> 59 ms, their SQL less than half as long (``bench/analysis.md``).
-    relation = sessions_relation(d, p, scope.site_ids, ("site_id", "session_id", "first_seen", "last_seen"))
+    stored = ("site_id", "session_id", "first_seen", "last_seen")
+    relation = sessions_relation(d, p, scope.site_ids, stored, window=scope.window)
     found = f"(SELECT tuple(groupArray(session_id), {', '.join(ends)}) FROM {relation} WHERE {either})"
     near = " OR ".join(
         d.time_bound("timestamp", "<=" if kind == "start" else ">=", f"tupleElement(edge_found, {n})")

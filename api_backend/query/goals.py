@@ -30,6 +30,7 @@ from api_backend.query.facts import (
     newest_ends,
     pathnames,
     qualifying_from_table,
+    seal_left_open,
     whole_sessions,
 )
 from api_backend.query.filters import (
@@ -342,6 +343,8 @@ def _whole_converted(scope: Scope, columns: str, goal: GoalSpec, bit: int | None
     if d.sealed is None:
         raise ValueError("the sealed rows' goal bits are read with a seal")
     sealed = whole_sessions(scope, f"{columns}, {_has_bit(bit, d)} AS converted", d, p, part="sealed")
+    if not seal_left_open(scope, d):  # the window ends before the sessions the seal left open
+        return sealed
     opened = whole_sessions(
         scope, f"{columns}, {_whole_session_converted(goal, scope, d, p)} AS converted", d, p, part="open"
     )
@@ -501,6 +504,8 @@ def _goals_from_sealed_masks(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
         f"SELECT session_id{mask_columns} FROM events WHERE {window} AND {after} AND session_id IN ({open_ids}) "
         "GROUP BY session_id"
     )
+    if not seal_left_open(scope, d):  # the window ends before the sessions the seal left open
+        opened = f"SELECT session_id{mask_columns} FROM events WHERE false GROUP BY session_id"
     edge = edge_sessions(scope, mask_columns, d, p)
     stale = _bits_stale(p.add(scope.site_ids[0]), goals, bits, d, p)
     totals = ", ".join(

@@ -701,3 +701,59 @@ def test_seal018_the_users_come_from_a_build_for_large_windows_only(chdb_setting
         assert not from_build(limit - 1, 7) and not from_build(limit, 0)
     finally:
         store.close()
+
+
+def test_seal019_a_window_ending_before_the_open_sessions_reads_the_sealed_rows_alone(chdb_settings, monkeypatch):
+    """A window that ends before the first event of every session the seal left open (``open_from``) holds only
+    sealed sessions first seen before it: its reads take those rows alone, without the open sessions' rows or the set
+    of their ids. Windows ending a day before ``open_from``, a second before it and a millisecond either side of
+    that, at it and long after it give the event grouping's and DuckDB's numbers, and the open rows are read exactly
+    where the window ends less than a second before ``open_from`` or later."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
+    store, _ = open_event_store(chdb_settings)
+    try:
+        rows = random_events(random.Random(19), 500)
+        store.append(rows_to_table([r for r in rows if r["timestamp"] < LATER]), log_seq=1)
+        store.seal_sessions(CUTOFF)
+        store.append(rows_to_table([r for r in rows if r["timestamp"] >= LATER]), log_seq=2)
+        duck = DuckDBEventStore(":memory:")
+        duck.append(rows_to_table(rows))
+        # The sessions left open: those with an event at or after the cutoff. On a site where one crosses the
+        # cutoff, the first event among them comes before it.
+        spans: dict[tuple[int, str], list[datetime]] = {}
+        for r in rows:
+            spans.setdefault((r["site_id"], r["session_id"]), []).append(r["timestamp"])
+        site = next(s for (s, _), times in sorted(spans.items()) if min(times) < CUTOFF <= max(times))
+        open_from = min(min(times) for (s, _), times in spans.items() if s == site and max(times) >= CUTOFF)
+        ms, second, day = timedelta(milliseconds=1), timedelta(seconds=1), timedelta(days=1)
+        ends = {
+            open_from - day: False,
+            open_from - second - ms: False,
+            open_from - second: False,
+            open_from - second + ms: True,
+            open_from: True,
+            LATER + 3 * day: True,
+        }
+        for n, (end, reads_open) in enumerate(ends.items()):
+            # Windows of the last three days before the end, in UTC and in a zone whose days start on a half hour,
+            # and of all the data before it on each side of the bound.
+            windows = [(end - 3 * day, "Asia/Kolkata" if n % 2 else "UTC")]
+            if n in (2, 3):
+                windows.append((START, "UTC"))
+            for start, zone in windows:
+                scope = Scope((site,), Window(start, end, zone, mode="datetime"), ())
+                context = (site, start, end, zone)
+                overview = _overview_agrees(store, duck, scope, user_rows=True, context=context)
+                assert overview["sessions"] > 0, context
+                for builder, events_builder, args in _shared_reads(scope, "channel", "day", GOALS[0]):
+                    want = store.query_dicts(*CLICKHOUSE.bind(events_builder(*args, CLICKHOUSE)))
+                    assert_same(want, duck.query_dicts(*DUCKDB.bind(builder(*args, DUCKDB))), context)
+                    got, made = _narrowed(store, builder(*args, CLICKHOUSE))
+                    assert "FROM sealed_sessions" in made.sql, context
+                    assert ("FROM sessions AS stored FINAL" in made.sql) == reads_open, (context, builder)
+                    assert_same(got, want, context)
+        duck.close()
+    finally:
+        store.close()
