@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime, timedelta
 from urllib.parse import parse_qsl
 
@@ -298,17 +297,14 @@ def test_seed017_write_events_commits_through_the_batch_writer(tmp_path) -> None
     store = DuckDBEventStore(tmp_path / "events.duckdb")
     writer = BatchWriter(store)
     committed: list[int] = []
-    started = time.monotonic()
     try:
         inserted = write_events(writer, 4, 250_000, days=30, seed=1, now=NOW, progress=committed.append)
     finally:
         writer.close()
-    elapsed = time.monotonic() - started
-    assert inserted == 250_000 == sum(committed)
+    # One table of whole sessions, committed at once (a chunk holds up to a million rows), never event by event.
+    assert committed == [250_000] and inserted == 250_000
     assert store.count(4) == 250_000
     assert store.query("SELECT count(DISTINCT type) FROM events")[0][0] == 9
-    # About a second normally; the bound only catches a per-event Python loop on a busy machine.
-    assert elapsed < 60
     store.close()
 
 

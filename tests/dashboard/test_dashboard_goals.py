@@ -202,7 +202,8 @@ def test_dash_goals002_dates_and_filter_change_the_numbers(dash_duo, services, a
 
 
 def test_dash_goals003_time_to_main_table(dash_duo, services, api_base, output_dir):
-    """Navigation to the main table being drawn, per page, recorded for the benchmark report."""
+    """Each goal page draws its main table with data; the time from navigation to its first cell is recorded for
+    people to look at (the dashboard block of ``make bench`` measures the targets, on a quiet machine)."""
     owner = make_account(services, "owner@example.com")
     site = make_site(services, owner, "shop.example.com")
     load_demo(services, site.site_id)
@@ -218,11 +219,10 @@ def test_dash_goals003_time_to_main_table(dash_duo, services, api_base, output_d
     for name, (path, selector) in pages.items():
         started = time.perf_counter()
         dash_duo.driver.get(dash_duo.server_url + path)
-        dash_duo.wait_for_element(selector, timeout=15)
+        dash_duo.wait_for_element(f"{selector} td", timeout=15)
         timings[name] = round(time.perf_counter() - started, 3)
     (output_dir / "dashboard-timings.json").write_text(json.dumps(timings, indent=2))
-    # A full page load (scripts included) on a busy 2-core machine; the cached second visit is faster still.
-    assert all(seconds < 8 for seconds in timings.values()), timings
+    assert [e for e in dash_duo.get_logs() if e["level"] == "SEVERE"] == []
 
 
 def test_dash_goals004_page_opened_again_is_drawn_with_its_layout(dash_duo, services, api_base, output_dir):
