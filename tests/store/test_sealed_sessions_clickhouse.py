@@ -484,6 +484,20 @@ def _overview_agrees(
     return got[0]
 
 
+def _sealed_then_later(store: ClickHouseEventStore, rows: list[dict[str, Any]]) -> None:
+    """The events before ``LATER`` as log record 1, a seal at ``CUTOFF``, then the rest as record 2."""
+    store.append(rows_to_table([r for r in rows if r["timestamp"] < LATER]), log_seq=1)
+    store.seal_sessions(CUTOFF)
+    store.append(rows_to_table([r for r in rows if r["timestamp"] >= LATER]), log_seq=2)
+
+
+def _read_seals_and_builds_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads of these few events take the seal and the users' build however many sessions are open."""
+    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
+    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
+    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_seal013_the_overview_counts_the_sealed_sessions_users_from_their_rows_per_user(
     sealed_stores, seed, monkeypatch
@@ -491,9 +505,7 @@ def test_seal013_the_overview_counts_the_sealed_sessions_users_from_their_rows_p
     """On one site without a filter, the users of the whole sealed sessions are the rows of ``sealed_users`` with a
     session in the window, plus the users of the edge sessions, the open ones and the sealed ones open again, looked
     up: the same numbers as the event grouping and DuckDB on random windows and zones."""
-    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
-    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
-    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
+    _read_seals_and_builds_at_any_size(monkeypatch)
     store, duck, _, _, _ = sealed_stores
     rng = random.Random(9400 + seed)
     scope = Scope((rng.choice((1, 2, 3)),), random_window(rng), ())
@@ -505,9 +517,7 @@ def test_seal014_sealed_sessions_open_again_under_another_user_count_as_they_are
     times are still in the build of ``sealed_users``, and the reads count the user the session has now. The seal that
     drops their rows drops the generation's builds and builds again; a full seal builds its new generation's users,
     and the seal after drops the old generation's."""
-    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
-    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
-    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
+    _read_seals_and_builds_at_any_size(monkeypatch)
     store, _ = open_event_store(chdb_settings)
     try:
         rows = random_events(random.Random(53), 400)
@@ -581,16 +591,12 @@ def test_seal015_the_sessions_sealed_after_a_build_are_counted_from_their_rows_u
 ):
     """Sessions sealed after the newest build are read from their sealed rows and their users looked up; once they
     pass ``USERS_BUILD_SHARE`` of the generation's rows, a seal builds again."""
-    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
-    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
-    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
+    _read_seals_and_builds_at_any_size(monkeypatch)
     monkeypatch.setattr(clickhouse_module, "USERS_BUILD_SHARE", float("inf"))
     store, _ = open_event_store(chdb_settings)
     try:
         rows = random_events(random.Random(56), 400)
-        store.append(rows_to_table([r for r in rows if r["timestamp"] < LATER]), log_seq=1)
-        store.seal_sessions(CUTOFF)
-        store.append(rows_to_table([r for r in rows if r["timestamp"] >= LATER]), log_seq=2)
+        _sealed_then_later(store, rows)
         store.seal_sessions(START + timedelta(days=30))
         (later,) = store.query("SELECT count() FROM sealed_sessions WHERE seal = 2")[0]
         assert later > 50 and store.query("SELECT seal FROM sealed_user_builds") == [(1,)]
@@ -611,9 +617,7 @@ def test_seal015_the_sessions_sealed_after_a_build_are_counted_from_their_rows_u
 def test_seal016_a_store_at_version_10_builds_its_users_at_the_next_seal(chdb_settings, monkeypatch):
     """Version 11 creates ``sealed_users`` and the record of its builds, empty: the overview groups the users until
     the next seal builds them, then counts them from the build, with the same numbers."""
-    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
-    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
-    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
+    _read_seals_and_builds_at_any_size(monkeypatch)
     store, _ = open_event_store(chdb_settings)
     rows = random_events(random.Random(54), 300)
     store.append(rows_to_table(rows), log_seq=1)
@@ -641,9 +645,7 @@ def test_seal016_a_store_at_version_10_builds_its_users_at_the_next_seal(chdb_se
 
 
 def test_seal017_deleting_a_site_deletes_its_users_and_a_build_never_recorded_is_not_read(chdb_settings, monkeypatch):
-    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
-    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
-    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
+    _read_seals_and_builds_at_any_size(monkeypatch)
     store, _ = open_event_store(chdb_settings)
     try:
         rows = random_events(random.Random(55), 300)
@@ -709,15 +711,11 @@ def test_seal019_a_window_ending_before_the_open_sessions_reads_the_sealed_rows_
     of their ids. Windows ending a day before ``open_from``, a second before it and a millisecond either side of
     that, at it and long after it give the event grouping's and DuckDB's numbers, and the open rows are read exactly
     where the window ends less than a second before ``open_from`` or later."""
-    monkeypatch.setattr(facts_module, "SEALED_MIN_EVENTS", 0)
-    monkeypatch.setattr(facts_module, "SEALED_OPEN_SHARE", float("inf"))
-    monkeypatch.setattr(facts_module, "USER_ROWS_MIN_EVENTS", 0)
+    _read_seals_and_builds_at_any_size(monkeypatch)
     store, _ = open_event_store(chdb_settings)
     try:
         rows = random_events(random.Random(19), 500)
-        store.append(rows_to_table([r for r in rows if r["timestamp"] < LATER]), log_seq=1)
-        store.seal_sessions(CUTOFF)
-        store.append(rows_to_table([r for r in rows if r["timestamp"] >= LATER]), log_seq=2)
+        _sealed_then_later(store, rows)
         duck = DuckDBEventStore(":memory:")
         duck.append(rows_to_table(rows))
         # The sessions left open: those with an event at or after the cutoff. On a site where one crosses the
