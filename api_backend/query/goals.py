@@ -497,14 +497,15 @@ def _goals_from_sealed_masks(scope: Scope, goals: Sequence[GoalSpec], bits: Sequ
     whole = f"SELECT goal_mask, count(*) AS n FROM ({masked}) AS w GROUP BY goal_mask"
     masks = _goal_masks(goals, d, p)
     mask_columns = "".join(f", {d.bit_or(m)} AS m{j}" for j, m in enumerate(masks))
-    open_ids = whole_sessions(scope, "session_id", d, p, part="open")
-    window = window_condition(scope.site_ids, scope.window, p, d)
-    after = d.time_bound("timestamp", ">=", p.add(sealed.open_from))
-    opened = (
-        f"SELECT session_id{mask_columns} FROM events WHERE {window} AND {after} AND session_id IN ({open_ids}) "
-        "GROUP BY session_id"
-    )
-    if not seal_left_open(scope, d):  # the window ends before the sessions the seal left open
+    if seal_left_open(scope, d):
+        open_ids = whole_sessions(scope, "session_id", d, p, part="open")
+        window = window_condition(scope.site_ids, scope.window, p, d)
+        after = d.time_bound("timestamp", ">=", p.add(sealed.open_from))
+        opened = (
+            f"SELECT session_id{mask_columns} FROM events WHERE {window} AND {after} "
+            f"AND session_id IN ({open_ids}) GROUP BY session_id"
+        )
+    else:  # the window ends before the sessions the seal left open
         opened = f"SELECT session_id{mask_columns} FROM events WHERE false GROUP BY session_id"
     edge = edge_sessions(scope, mask_columns, d, p)
     stale = _bits_stale(p.add(scope.site_ids[0]), goals, bits, d, p)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -188,9 +190,6 @@ def page_report(dash_duo) -> str:
 def busy_threads() -> list[str]:
     """Each thread of this process that is inside sitelens code: its name, the innermost sitelens frame and the
     frame it waits in."""
-    import sys
-    import threading
-
     names = {thread.ident: thread.name for thread in threading.enumerate()}
     found = []
     for ident, frame in sys._current_frames().items():
