@@ -107,7 +107,14 @@ def _save(results: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def _run_record(command: str) -> dict[str, Any]:
-    return {"date": stamp(), "command": command, "commit": _commit(), "load_before": _loadavg()}
+    # The CPU too: blocks kept from earlier runs may come from another machine than the latest run's.
+    return {
+        "date": stamp(),
+        "command": command,
+        "commit": _commit(),
+        "cpu": machine_info()["cpu_model"],
+        "load_before": _loadavg(),
+    }
 
 
 def _commit() -> str:

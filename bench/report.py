@@ -442,13 +442,16 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         "## Machine and run",
         "",
-        f"- CPU: {m['cpu_model']}, `nproc` = {m['nproc']}; memory {m['memory_bytes'] / 2**30:.1f} GiB; {m['os']}",
+        f"- CPU of the latest run: {m['cpu_model']}, `nproc` = {m['nproc']}; "
+        f"memory {m['memory_bytes'] / 2**30:.1f} GiB; {m['os']}",
         f"- Python {m['python']}, DuckDB {m['duckdb']}, chdb {m['chdb']} "
         f"(ClickHouse {results.get('clickhouse_version', '?')}), FastAPI {m['fastapi']}, uvicorn {m['uvicorn']}",
     ]
     for block, info in results.get("runs", {}).items():
+        cpu = f" on {info['cpu']}" if "cpu" in info else ""
         lines.append(
-            f"- {block}: measured {info['date']} at commit {info.get('commit', '?')} with `{info['command']}` "
+            f"- {block}: measured {info['date']}{cpu} at commit "
+            f"{info.get('commit', '?')} with `{info['command']}` "
             f"(load average before: {info.get('load_before', '?')}, after: {info.get('load_after', '?')})"
         )
     lines += [
