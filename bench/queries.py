@@ -36,6 +36,7 @@ from api_backend.query.js_errors import build_error_names_query, build_error_ser
 from api_backend.query.metric import build_metric_query
 from api_backend.query.overview import build_overview_query, build_overview_series_query
 from api_backend.query.scope import Scope
+from api_backend.query.sessions import build_goal_session_rows_query, page_spans
 from api_backend.query.sql import Query
 from api_backend.query.usage import build_usage_query
 from api_backend.query.window import Window
@@ -256,10 +257,13 @@ def _sessions_duck(ctx: ReadContext) -> dict[str, Any]:
         query = build_goal_sessions_stored_query(ctx.scope(), spec, bits[0], 25, 0, DUCKDB)
     result = ctx.duck_rows(query)
     assert not (result and result[0].get("stale_result"))
+    # The page, then its sessions described from their events, as the route reads them.
+    listed = [r for r in result if r["rn"] is not None]
+    ids = [r["session_id"] for r in listed]
+    described = build_goal_session_rows_query(ctx.scope(), ids, page_spans(listed), DUCKDB)
+    by_id = {r["session_id"]: r for r in ctx.duck_rows(described)} if ids else {}
     rows = [
-        (r["session_id"], int(r["pageviews"]), _iso(r["session_start"]), _iso(r["session_end"]))
-        for r in result
-        if r["rn"] is not None
+        (i, int(by_id[i]["pageviews"]), _iso(by_id[i]["session_start"]), _iso(by_id[i]["session_end"])) for i in ids
     ]
     return {"total": int(result[0]["total_count"]) if result else 0, "rows": rows}
 
